@@ -1,0 +1,163 @@
+"""The Python API: ``bertgraph.trace(...)`` returns an :class:`Architecture`.
+
+An Architecture wraps the operator graph and offers every view of it; it never traces
+again. In Jupyter it displays as its SVG diagram.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from bertgraph import cache, stats, views
+from bertgraph import graph as g
+from bertgraph.load import ModelSpec, resolve
+
+DEFAULT_DEPTH = 2
+
+
+class Architecture:
+    """A traced BERT model: its annotated graph and the views, tables and diagrams of it.
+
+    Examples:
+        >>> arch = trace("bert-tiny", head="sequence-classification")  # doctest: +SKIP
+        >>> arch.params()["total"]  # doctest: +SKIP
+        4386178
+    """
+
+    def __init__(self, graph: nx.DiGraph) -> None:
+        self.graph = graph
+
+    # --- facts ----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return str(self.graph.graph.get(g.G_NAME, ""))
+
+    @property
+    def head(self) -> str:
+        return str(self.graph.graph.get(g.G_HEAD, ""))
+
+    @property
+    def model_class(self) -> str:
+        return str(self.graph.graph.get(g.G_MODEL_CLASS, ""))
+
+    def __repr__(self) -> str:
+        total = stats.parameter_stats(self.graph)["total"]
+        return f"<Architecture {self.name} {self.model_class} ({total:,} parameters)>"
+
+    # --- views and tables ---------------------------------------------------------------------
+    def view(self, depth: int = DEFAULT_DEPTH, fold: bool = True) -> nx.DiGraph:
+        """The graph at a level of detail (0 model … 3 anatomy, 4 operators), repeats folded."""
+        return views.view(self.graph, depth, fold=fold)
+
+    def params(self) -> dict[str, Any]:
+        """Totals, groups and per-parameter rows (the ``params --format json`` object)."""
+        return stats.parameter_stats(self.graph)
+
+    def summary(self, depth: int | None = None, fold: bool = True) -> dict[str, Any]:
+        """The folded module tree with output shapes, parameters and shares."""
+        totals = stats.parameter_stats(self.graph)
+        return {
+            "model": self.name,
+            "head": self.head,
+            "model_class": self.model_class,
+            "total": totals["total"],
+            "trainable": totals["trainable"],
+            "example": dict(self.graph.graph.get(g.G_EXAMPLE, {})),
+            "rows": stats.summary_rows(self.graph, depth=depth, fold=fold),
+        }
+
+    def diff(self, other: Architecture) -> dict[str, Any]:
+        """What turns this model into ``other`` (modules added, removed, changed)."""
+        return stats.diff(self.graph, other.graph)
+
+    # --- diagrams ---------------------------------------------------------------------------
+    def to_dot(
+        self,
+        depth: int = DEFAULT_DEPTH,
+        *,
+        fold: bool = True,
+        theme: str = "light",
+        compare: Architecture | None = None,
+    ) -> str:
+        """Graphviz DOT source of the diagram (``compare`` draws a second variant beside it)."""
+        from bertgraph.render import dot
+
+        return dot.generate_dot(
+            self.graph, depth=depth, fold=fold, theme=theme, compare=compare.graph if compare else None
+        )
+
+    def to_mermaid(
+        self,
+        depth: int = DEFAULT_DEPTH,
+        *,
+        fold: bool = True,
+        theme: str = "light",
+        compare: Architecture | None = None,
+    ) -> str:
+        """Mermaid flowchart source; folds or goes shallower to stay within Mermaid's limits."""
+        from bertgraph.render import mermaid
+
+        return mermaid.generate_mermaid(
+            self.graph, depth=depth, fold=fold, theme=theme, compare=compare.graph if compare else None
+        ).text
+
+    def to_svg(self, depth: int = DEFAULT_DEPTH, **options: Any) -> str:
+        from bertgraph.render import graphviz_run
+
+        return graphviz_run.render(self.to_dot(depth, **options), "svg").decode("utf-8")
+
+    def save(self, path: str | Path, depth: int = DEFAULT_DEPTH, **options: Any) -> Path:
+        """Write the diagram; the format follows the suffix (.svg .png .pdf .dot .mmd .md .graphml .json)."""
+        from bertgraph.render import write_diagram
+
+        return write_diagram(self, Path(path), depth=depth, **options)
+
+    def _repr_svg_(self) -> str:
+        return self.to_svg()
+
+    def _repr_markdown_(self) -> str:
+        return "```mermaid\n" + self.to_mermaid() + "```\n"
+
+
+def load(spec: ModelSpec, *, use_cache: bool = True) -> Architecture:
+    """The Architecture of a resolved spec, from the graph cache when possible."""
+    use_cache = use_cache and cache.enabled()
+    if use_cache:
+        cached = cache.load(spec)
+        if cached is not None:
+            return Architecture(cached)
+    from bertgraph.trace import trace as trace_spec
+
+    graph = trace_spec(spec)
+    if use_cache:
+        cache.store(spec, graph)
+    return Architecture(graph)
+
+
+def trace(
+    model: str = "bert-base-uncased",
+    head: str = "base",
+    *,
+    seq_len: int = 128,
+    batch: int = 1,
+    cache: bool = True,
+    allow_pickle: bool = False,
+    **overrides: int,
+) -> Architecture:
+    """Trace a BERT model offline and return its :class:`Architecture`.
+
+    Parameters:
+        model: a preset (``bert-base-uncased``), a directory with config.json, a
+            config.json path, or a hub id in the local cache.
+        head: ``base``, ``sequence-classification``, ``token-classification``,
+            ``question-answering``, ``masked-lm``, ``multiple-choice``, ``next-sentence``
+            or ``pretraining``.
+        seq_len, batch: the example input size (shown symbolically in shapes).
+        cache: use the on-disk graph cache.
+        overrides: ``layers``, ``hidden``, ``heads``, ``intermediate``, ``vocab``, ``num_labels``.
+    """
+    spec = resolve(model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle)
+    return load(spec, use_cache=cache)

@@ -1,0 +1,117 @@
+"""On-disk cache of traced graphs, so repeated commands import neither torch nor transformers.
+
+The key covers everything that changes a graph: the full config, the head, the example
+size, the identity of the weights file, and the versions of bertgraph, torch,
+transformers and Python (read from package metadata, without importing them). A corrupt,
+unreadable or stale entry is ignored and rebuilt. ``BERTGRAPH_CACHE_DIR`` moves the
+cache; ``--no-cache`` (or ``BERTGRAPH_NO_CACHE=1``) turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from bertgraph import graph as g
+from bertgraph.load import ModelSpec
+
+FORMAT = 1  # bump when the graph schema changes
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("BERTGRAPH_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("bertgraph")) / "graphs"
+
+
+def enabled() -> bool:
+    return os.environ.get("BERTGRAPH_NO_CACHE", "") in ("", "0")
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _file_identity(path: Path | None) -> dict[str, Any] | None:
+    """Path, size and modification time of a weights file (and of an index's shards)."""
+    if path is None:
+        return None
+    files = [path]
+    if path.name.endswith(".index.json"):
+        try:
+            shards = json.loads(path.read_text(encoding="utf-8")).get("weight_map", {}).values()
+            files += [path.parent / s for s in sorted(set(shards))]
+        except (OSError, ValueError):
+            pass
+    identity = []
+    for file in files:
+        try:
+            stat = file.stat()
+            identity.append([str(file.resolve()), stat.st_size, stat.st_mtime_ns])
+        except OSError:
+            identity.append([str(file), None, None])
+    return {"files": identity}
+
+
+def key(spec: ModelSpec, kind: str = "trace") -> str:
+    """The cache key of a spec's graph."""
+    from bertgraph import __version__
+
+    material = {
+        "format": FORMAT,
+        "kind": kind,
+        "name": spec.name,
+        "config": spec.config,
+        "head": spec.head,
+        "example": list(spec.example_shape),
+        "weights": _file_identity(spec.weights),
+        "pickle": _file_identity(spec.pickle_weights) if spec.allow_pickle else None,
+        "versions": {
+            "bertgraph": __version__,
+            "torch": _version("torch"),
+            "transformers": _version("transformers"),
+            "python": ".".join(map(str, sys.version_info[:2])),
+        },
+    }
+    text = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def load(spec: ModelSpec) -> nx.DiGraph | None:
+    """The cached graph of ``spec``, or None when absent, unreadable or stale."""
+    path = cache_dir() / f"{key(spec)}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            return None
+        return g.from_node_link(data["graph"])
+    except (OSError, ValueError, KeyError, TypeError, nx.NetworkXError):
+        return None
+
+
+def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
+    """Write ``graph`` under ``spec``'s key; a cache that cannot be written is skipped."""
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({"format": FORMAT, "graph": g.to_node_link(graph)}, separators=(",", ":"))
+        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(payload)
+        os.replace(temporary, directory / f"{key(spec)}.json")
+    except OSError:
+        return

@@ -1,0 +1,422 @@
+"""The ``bertgraph`` command line.
+
+Only argparse and the standard library load at start-up, so ``--help`` is instant; each
+command imports what it needs. A mistake in the input is one line on stderr and exit
+status 1 (2 for a malformed command line); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from bertgraph.api import Architecture
+    from bertgraph.load import ModelSpec
+
+HEAD_NAMES = (
+    "base",
+    "sequence-classification",
+    "token-classification",
+    "question-answering",
+    "masked-lm",
+    "multiple-choice",
+    "next-sentence",
+    "pretraining",
+)
+DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid")
+TABLE_FORMATS = ("text", "markdown", "json")
+
+
+class UsageError(Exception):
+    """A malformed command line (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser, head: bool = True) -> None:
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="preset (bert-base-uncased, bert-tiny, …), directory with config.json, "
+        "config.json, cached hub id, or a .onnx file",
+    )
+    if head:
+        parser.add_argument(
+            "--head", default="base", metavar="HEAD", help=f"task head: {', '.join(HEAD_NAMES)} (default: base)"
+        )
+    sizes = parser.add_argument_group("config overrides")
+    sizes.add_argument("--layers", type=_positive, help="number of encoder layers")
+    sizes.add_argument("--hidden", type=_positive, help="hidden size")
+    sizes.add_argument("--heads", type=_positive, help="attention heads")
+    sizes.add_argument("--intermediate", type=_positive, help="feed-forward size")
+    sizes.add_argument("--vocab", type=_positive, help="vocabulary size")
+    sizes.add_argument("--num-labels", type=_positive, help="labels of a classification head")
+    sizes.add_argument("--seq-len", type=_positive, default=128, help="example sequence length (default 128)")
+    sizes.add_argument("--batch", type=_positive, default=1, help="example batch size (default 1)")
+    parser.add_argument(
+        "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _output(parser: argparse.ArgumentParser, required: bool, help_text: str) -> None:
+    parser.add_argument("-o", "--output", type=Path, required=required, metavar="PATH", help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bertgraph import __version__
+
+    parser = _Parser(
+        prog="bertgraph",
+        description="See inside a BERT model: module tree, parameters, diagrams (Graphviz, Mermaid), "
+        "reports and ONNX — offline, from configs, for any size.",
+        epilog="Example: bertgraph render bert-base-uncased --head sequence-classification -o bert.svg",
+    )
+    parser.add_argument("--version", action="version", version=f"bertgraph {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    summary = commands.add_parser("summary", help="module tree with shapes, parameters and share")
+    _common(summary)
+    summary.add_argument("--depth", type=_non_negative, help="deepest module level to list (default: all)")
+    summary.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    summary.add_argument("--unfold", action="store_true", help="list every repeated layer")
+    _output(summary, False, "write to a file instead of standard output")
+
+    params = commands.add_parser("params", help="every parameter; totals and groups")
+    _common(params)
+    params.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    _output(params, False, "write to a file instead of standard output")
+
+    diff = commands.add_parser("diff", help="what one head adds or removes compared with another")
+    _common(diff, head=False)
+    diff.add_argument(
+        "--head", action="append", metavar="HEAD", help="give twice: --head A --head B (once: compared with base)"
+    )
+    diff.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    _output(diff, False, "write to a file instead of standard output")
+
+    render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT or Mermaid")
+    _common(render)
+    render.add_argument("--compare", metavar="HEAD2", help="draw a second head beside the first")
+    render.add_argument(
+        "--depth",
+        type=_non_negative,
+        default=2,
+        help="0 model, 1 parts, 2 layers (default), 3 inside a layer, 4 operators",
+    )
+    render.add_argument("--format", choices=DIAGRAM_FORMATS, help="default: from the output suffix")
+    render.add_argument("--unfold", action="store_true", help="draw every repeated layer")
+    render.add_argument("--theme", choices=("light", "dark"), default="light")
+    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md)")
+
+    report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, head diff")
+    _common(report)
+    report.add_argument("--depth", type=_non_negative, default=2, help="diagram depth (default 2)")
+    _output(report, True, "output .md file")
+
+    graph = commands.add_parser("graph", help="the annotated graph as GraphML or node-link JSON")
+    _common(graph)
+    graph.add_argument("--depth", type=_non_negative, help="a view at this level (default: operators)")
+    graph.add_argument("--unfold", action="store_true", help="keep every repeated layer in a view")
+    _output(graph, True, "output .graphml or .json file")
+
+    onnx = commands.add_parser("onnx", help="export to ONNX, verified against PyTorch")
+    _common(onnx)
+    onnx.add_argument("--opset", type=_positive, help="ONNX opset (default: the exporter's)")
+    onnx.add_argument("--no-verify", action="store_true", help="skip the checker and onnxruntime parity")
+    _output(onnx, True, "output .onnx file")
+
+    gallery = commands.add_parser("gallery", help="regenerate the example diagrams and report")
+    gallery.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("outputs"),
+        metavar="DIR",
+        help="folder to write into (default: outputs)",
+    )
+    gallery.add_argument("--model", default="bert-base-uncased", help="model to draw (default bert-base-uncased)")
+    gallery.add_argument("--head", default="sequence-classification", help="head to draw")
+    gallery.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
+    gallery.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+# --- shared steps -------------------------------------------------------------------------
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, int | None]:
+    return {
+        name: getattr(args, name, None) for name in ("layers", "hidden", "heads", "intermediate", "vocab", "num_labels")
+    }
+
+
+def _spec(args: argparse.Namespace, head: str) -> ModelSpec:
+    from bertgraph.load import resolve
+
+    return resolve(
+        args.model,
+        head,
+        overrides=_overrides(args),
+        batch=args.batch,
+        seq_len=args.seq_len,
+        allow_pickle=args.allow_pickle,
+    )
+
+
+def _is_onnx(args: argparse.Namespace) -> bool:
+    return str(args.model).lower().endswith(".onnx")
+
+
+def _architecture(args: argparse.Namespace, head: str) -> Architecture:
+    if _is_onnx(args):
+        from bertgraph.onnx_read import read_onnx
+
+        return read_onnx(args.model)
+    from bertgraph.api import load
+
+    return load(_spec(args, head), use_cache=not args.no_cache)
+
+
+def _emit(args: argparse.Namespace, text: str) -> None:
+    """Print ``text`` or write it atomically to ``-o``."""
+    if args.output is None:
+        sys.stdout.write(text)
+        return
+    from bertgraph.files import write_atomic
+
+    write_atomic(args.output, text)
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
+def _tables(
+    fmt: str, data: dict[str, Any], text: Callable[[dict[str, Any]], Any], markdown: Callable[[dict[str, Any]], Any]
+) -> str:
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    lines = text(data) if fmt == "text" else markdown(data)
+    return "\n".join(lines) + "\n"
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    from bertgraph.render import markdown, text
+
+    if args.output is not None:
+        from bertgraph.files import check_writable
+
+        check_writable(args.output)
+    stats = _parameter_stats(args)
+    _emit(args, _tables(args.format, stats, text.generate_params, markdown.generate_params))
+    return 0
+
+
+def _parameter_stats(args: argparse.Namespace) -> dict[str, Any]:
+    """Parameter statistics; a cached graph answers without importing torch."""
+    if _is_onnx(args):
+        return _architecture(args, args.head).params()
+    from bertgraph import cache
+    from bertgraph.api import Architecture
+
+    spec = _spec(args, args.head)
+    if not args.no_cache and cache.enabled():
+        cached = cache.load(spec)
+        if cached is not None:
+            return Architecture(cached).params()
+    from bertgraph.trace import skeleton
+
+    return Architecture(skeleton(spec)).params()
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from bertgraph.render import markdown, text
+
+    if args.output is not None:
+        from bertgraph.files import check_writable
+
+        check_writable(args.output)
+    summary = _architecture(args, args.head).summary(depth=args.depth, fold=not args.unfold)
+    _emit(args, _tables(args.format, summary, text.generate_summary, markdown.generate_summary))
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from bertgraph.render import markdown, text
+
+    heads = args.head or []
+    if len(heads) == 1:
+        heads = ["base", heads[0]]
+    if len(heads) != 2:
+        raise UsageError("diff needs two heads: --head A --head B (see 'bertgraph diff --help')")
+    if args.output is not None:
+        from bertgraph.files import check_writable
+
+        check_writable(args.output)
+    first, second = (_architecture(args, head) for head in heads)
+    _emit(args, _tables(args.format, first.diff(second), text.generate_diff, markdown.generate_diff))
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from bertgraph.files import check_writable
+    from bertgraph.render import diagram_format, write_diagram
+
+    fmt = diagram_format(args.output, args.format)
+    check_writable(args.output)
+    arch = _architecture(args, args.head)
+    compare = _architecture(args, args.compare) if args.compare else None
+    write_diagram(
+        arch,
+        args.output,
+        depth=args.depth,
+        fold=not args.unfold,
+        theme=args.theme,
+        compare=compare,
+        fmt=fmt,
+        warn=_warn,
+    )
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bertgraph.files import check_writable, write_atomic
+    from bertgraph.render import report
+
+    if args.output.suffix.lower() != ".md":
+        raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
+    check_writable(args.output)
+    arch = _architecture(args, args.head)
+    base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
+    svg = args.output.with_suffix(".svg")
+    text = report.generate_report(
+        arch, base=base, depth=args.depth, svg_name=svg.name if svg.exists() else None, warn=_warn
+    )
+    write_atomic(args.output, text)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from bertgraph import graph as g
+    from bertgraph.files import check_writable, write_atomic
+
+    suffix = args.output.suffix.lower()
+    if suffix not in (".graphml", ".json"):
+        raise UsageError(f"graph writes .graphml or .json, not {args.output.name}")
+    check_writable(args.output)
+    arch = _architecture(args, args.head)
+    data = arch.graph if args.depth is None else arch.view(args.depth, fold=not args.unfold)
+    text = "".join(g.generate_json(data)) if suffix == ".json" else "\n".join(g.generate_graphml(data)) + "\n"
+    write_atomic(args.output, text)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_onnx(args: argparse.Namespace) -> int:
+    from bertgraph.files import check_writable
+    from bertgraph.onnx_export import export_onnx_spec
+
+    if args.output.suffix.lower() != ".onnx":
+        raise UsageError(f"onnx writes an .onnx file, not {args.output.name}")
+    if _is_onnx(args):
+        raise UsageError("MODEL is already an ONNX file; give a preset, a checkpoint directory or config.json")
+    check_writable(args.output)
+    start = time.perf_counter()
+    result = export_onnx_spec(
+        _spec(args, args.head), args.output, opset=args.opset, verify=not args.no_verify, progress=_warn
+    )
+    for line in result.report_lines():
+        print(line, file=sys.stderr)
+    print(f"wrote {args.output} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return 0
+
+
+def cmd_gallery(args: argparse.Namespace) -> int:
+    from bertgraph.gallery import build_gallery
+
+    for path in build_gallery(args.output, model=args.model, head=args.head, use_cache=not args.no_cache, warn=_warn):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "summary": cmd_summary,
+    "params": cmd_params,
+    "diff": cmd_diff,
+    "render": cmd_render,
+    "report": cmd_report,
+    "graph": cmd_graph,
+    "onnx": cmd_onnx,
+    "gallery": cmd_gallery,
+}
+
+
+def _warn(message: str) -> None:
+    print(f"bertgraph: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    parser = build_parser()
+    try:
+        args = parser.parse_args(arguments)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        return COMMANDS[args.command](args)
+    except UsageError as error:
+        print(f"bertgraph: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bertgraph: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        from bertgraph.errors import BertgraphError
+
+        if debug:
+            raise
+        if isinstance(error, BertgraphError):
+            print(f"bertgraph: error: {error}", file=sys.stderr)
+        else:
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            print(
+                f"bertgraph: internal error: {type(error).__name__}: {detail} "
+                "(run again with --debug for the traceback, and please report it)",
+                file=sys.stderr,
+            )
+        return 1

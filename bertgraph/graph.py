@@ -1,0 +1,194 @@
+"""The annotated graph every front end builds and every renderer reads.
+
+Node and edge attribute names live here as constants, with the graph-level keys and
+the GraphML / node-link JSON readers and writers. Every attribute value is JSON-safe
+(str, int, float, bool, list, dict), so a graph round-trips through plain networkx.
+
+Node attributes:
+
+=================  =====================================================================
+``kind``           ``input``, ``op``, ``output`` (operator level) or ``module`` (views)
+``op``             aten op (``linear``) or ONNX op type (``MatMul``)
+``target``         the full op name (``aten.linear.default``)
+``module``         dotted module path, ``""`` for the root
+``module_type``    class name of that module (``Linear``)
+``shape``          output shape; dynamic dims by name (``["batch", "seq", 768]``)
+``dtype``          ``float32``, ``int64``, …
+``params``         parameter elements this node owns (ops: weights read; modules: all below)
+``param_names``    the parameter names counted in ``params``
+``shared_params``  parameters this op reads that are counted at another node (tied weights)
+``repeat``         for a folded node, how many identical siblings it stands for
+``order``          position in execution order (a stable sort key)
+=================  =====================================================================
+
+Edges carry ``shape`` and ``dtype`` of the tensor that flows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+# Node and edge attributes.
+KIND = "kind"
+OP = "op"
+TARGET = "target"
+MODULE = "module"
+MODULE_TYPE = "module_type"
+SHAPE = "shape"
+DTYPE = "dtype"
+PARAMS = "params"
+PARAM_NAMES = "param_names"
+SHARED_PARAMS = "shared_params"
+REPEAT = "repeat"
+ORDER = "order"
+# View-only node attributes.
+OWN_OPS = "own_ops"  # the node stands for ops its module runs itself, not in a child
+OPS = "ops"  # op names a view node stands for, in execution order, without repeats
+TENSORS = "tensors"  # edge: how many distinct tensors the edge stands for
+
+# Values of KIND.
+INPUT = "input"
+OPERATOR = "op"
+OUTPUT = "output"
+MODULE_NODE = "module"
+
+# Graph-level attributes (``G.graph[...]``).
+G_NAME = "name"  # the model as the user named it
+G_MODEL_CLASS = "model_class"  # BertForSequenceClassification
+G_HEAD = "head"
+G_SOURCE = "source"  # "torch.export" or "onnx"
+G_BACKBONE = "backbone"  # module path of the encoder-only backbone ("bert", or "" for BertModel)
+G_CONFIG = "config"  # {"layers": 12, "hidden": 768, ...}
+G_EXAMPLE = "example"  # {"batch": 1, "seq": 128}
+G_MODULES = "modules"  # {path: {"type": "Linear", "sizes": "768 → 3072"}}
+G_PARAMETERS = "parameters"  # [{"name", "shape", "numel", "trainable", "module"}], tied ones once
+G_TIED = "tied"  # {alias name: canonical name}
+G_WEIGHTS = "weights"  # "meta", "checkpoint" or "random"
+G_VERSIONS = "versions"  # {"bertgraph": ..., "torch": ..., "transformers": ...}
+
+# Attributes stored as JSON text in GraphML, which has no lists or mappings.
+_JSON_ATTRS = frozenset(
+    {SHAPE, PARAM_NAMES, SHARED_PARAMS, OPS, G_CONFIG, G_EXAMPLE, G_MODULES, G_PARAMETERS, G_TIED, G_VERSIONS}
+)
+
+
+def new_graph(**graph_attrs: Any) -> nx.DiGraph:
+    """An empty graph with the given graph-level attributes."""
+    graph = nx.DiGraph()
+    graph.graph.update(graph_attrs)
+    return graph
+
+
+def total_params(graph: nx.DiGraph) -> int:
+    """Parameters counted over all nodes; equals the model's unique parameter count."""
+    return sum(int(data.get(PARAMS, 0)) for _, data in graph.nodes(data=True))
+
+
+def parameter_rows(graph: nx.DiGraph) -> list[dict[str, Any]]:
+    """The model's parameters (tied ones once) as recorded at trace time."""
+    return list(graph.graph.get(G_PARAMETERS, []))
+
+
+def module_info(graph: nx.DiGraph, path: str) -> dict[str, Any]:
+    """``{"type": ..., "sizes": ...}`` for a module path, empty when unknown."""
+    return dict(graph.graph.get(G_MODULES, {}).get(path, {}))
+
+
+def ops_in_order(graph: nx.DiGraph) -> list[str]:
+    """Node ids sorted by execution order, then id: a deterministic walk."""
+    return sorted(graph.nodes, key=lambda n: (graph.nodes[n].get(ORDER, 0), str(n)))
+
+
+def prune_dead(graph: nx.DiGraph) -> None:
+    """Remove ops whose results reach no output (left-overs a tracer kept).
+
+    Ops that read parameters stay, so the parameter total never changes.
+    """
+    live = {n for n, d in graph.nodes(data=True) if d.get(KIND) in (OUTPUT, INPUT) or d.get(PARAMS)}
+    for node in list(live):
+        if graph.nodes[node].get(KIND) == OUTPUT or graph.nodes[node].get(PARAMS):
+            live |= nx.ancestors(graph, node)
+    graph.remove_nodes_from([n for n in list(graph.nodes) if n not in live])
+
+
+# --- node-link JSON --------------------------------------------------------------------
+
+
+def to_node_link(graph: nx.DiGraph) -> dict[str, Any]:
+    """Plain data for ``json.dumps``; ``networkx.node_link_graph(data, edges="edges")`` reads it."""
+    return nx.node_link_data(graph, edges="edges")
+
+
+def from_node_link(data: dict[str, Any]) -> nx.DiGraph:
+    graph = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges")
+    return graph
+
+
+def generate_json(graph: nx.DiGraph) -> Iterable[str]:
+    """Node-link JSON text, keys sorted so that the same graph gives the same bytes."""
+    yield json.dumps(to_node_link(graph), sort_keys=True, indent=1, ensure_ascii=False)
+    yield "\n"
+
+
+def write_json(graph: nx.DiGraph, path: str | Path) -> None:
+    Path(path).write_text("".join(generate_json(graph)), encoding="utf-8")
+
+
+def read_json(path: str | Path) -> nx.DiGraph:
+    return from_node_link(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+# --- GraphML -----------------------------------------------------------------------------
+
+
+def _encode(attrs: dict[str, Any]) -> dict[str, Any]:
+    encoded = {}
+    for key, value in attrs.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, dict, tuple)):
+            encoded[key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        else:
+            encoded[key] = value
+    return encoded
+
+
+def _decode(attrs: dict[str, Any]) -> None:
+    for key in _JSON_ATTRS & attrs.keys():
+        if isinstance(attrs[key], str):
+            attrs[key] = json.loads(attrs[key])
+
+
+def graphml_ready(graph: nx.DiGraph) -> nx.DiGraph:
+    """A copy whose list and mapping attributes are JSON text, as GraphML needs."""
+    ready = nx.DiGraph()
+    ready.graph.update(_encode(graph.graph))
+    for node, data in graph.nodes(data=True):
+        ready.add_node(node, **_encode(data))
+    for source, target, data in graph.edges(data=True):
+        ready.add_edge(source, target, **_encode(data))
+    return ready
+
+
+def generate_graphml(graph: nx.DiGraph) -> Iterable[str]:
+    yield from nx.generate_graphml(graphml_ready(graph))
+
+
+def write_graphml(graph: nx.DiGraph, path: str | Path) -> None:
+    Path(path).write_text("\n".join(generate_graphml(graph)) + "\n", encoding="utf-8")
+
+
+def read_graphml(path: str | Path) -> nx.DiGraph:
+    """Read a GraphML file written by :func:`write_graphml`, lists and mappings restored."""
+    graph = nx.read_graphml(str(path))
+    _decode(graph.graph)
+    for _, data in graph.nodes(data=True):
+        _decode(data)
+    for _, _, data in graph.edges(data=True):
+        _decode(data)
+    return graph

@@ -1,0 +1,163 @@
+"""All escaping, one function per format and purpose, each pure and tested by doctest.
+
+Module names come from user checkpoints and may hold anything: quotes, brackets,
+``<script>``, ``#``, ``|``, reserved words, newlines, any unicode. Every label a
+renderer writes goes through one of these functions.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- Graphviz DOT ------------------------------------------------------------------------
+
+
+def dot_string(text: str) -> str:
+    r"""A DOT double-quoted string (ids, tooltips, URLs, plain labels).
+
+    Backslashes are doubled, so Graphviz's escString sequences (``\N``, ``\l``) cannot be
+    smuggled in; newlines become ``\n``.
+
+    >>> print(dot_string('say "hi"'))
+    "say \"hi\""
+    >>> print(dot_string("a\\b\nc"))
+    "a\\b\nc"
+    >>> print(dot_string("node"))
+    "node"
+    """
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def dot_html(text: str) -> str:
+    """Text inside a Graphviz HTML-like label (``label=<...>``).
+
+    >>> dot_html('<script>alert("x") & more</script>')
+    '&lt;script&gt;alert(&quot;x&quot;) &amp; more&lt;/script&gt;'
+    >>> dot_html("line\\nbreak")
+    'line<br/>break'
+    >>> dot_html("]] {} | #")
+    ']] {} | #'
+    """
+    escaped = (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#39;")
+        .replace("\r", "")
+    )
+    return escaped.replace("\n", "<br/>")
+
+
+# --- Mermaid -----------------------------------------------------------------------------
+
+# Words the flowchart grammar reserves; an id equal to one of them breaks parsing.
+MERMAID_RESERVED = frozenset(
+    {
+        "end",
+        "graph",
+        "flowchart",
+        "subgraph",
+        "style",
+        "linkstyle",
+        "classdef",
+        "class",
+        "click",
+        "call",
+        "href",
+        "default",
+        "direction",
+        "tb",
+        "bt",
+        "rl",
+        "lr",
+        "td",
+        "callback",
+        "interpolate",
+    }
+)
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def mermaid_id(name: str, taken: set[str] | None = None) -> str:
+    """A Mermaid node id for ``name``: letters, digits and ``_``, never a reserved word.
+
+    With ``taken`` the id is also made unique (and added to ``taken``).
+
+    >>> mermaid_id("bert.encoder.layer.0-11")
+    'n_bert_encoder_layer_0_11'
+    >>> mermaid_id("end"), mermaid_id("")
+    ('n_end', 'n_')
+    >>> seen = set(); mermaid_id("a.b", seen), mermaid_id("a-b", seen)
+    ('n_a_b', 'n_a_b_2')
+    """
+    base = "n_" + _UNSAFE_ID.sub("_", name).strip("_")
+    candidate = base
+    if taken is not None:
+        number = 2
+        while candidate in taken:
+            candidate = f"{base}_{number}"
+            number += 1
+        taken.add(candidate)
+    return candidate
+
+
+def mermaid_text(text: str) -> str:
+    """Text inside a double-quoted Mermaid label, shown literally.
+
+    Mermaid's entity codes (``#quot;``, ``#35;``) stand for characters the grammar or the
+    HTML renderer would otherwise interpret. Newlines become ``<br/>``.
+
+    >>> mermaid_text('say "hi" <b>#1</b> & `x`')
+    'say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt; #amp; #96;x#96;'
+    >>> mermaid_text("a\\nb"), mermaid_text("end | [x] {y}")
+    ('a<br/>b', 'end #124; #91;x#93; #123;y#125;')
+    """
+    out = []
+    for char in text.replace("\r", ""):
+        if char == "\n":
+            out.append("<br/>")
+        elif char in _MERMAID_ENTITIES:
+            out.append(_MERMAID_ENTITIES[char])
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+_MERMAID_ENTITIES = {
+    "#": "#35;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "&": "#amp;",
+    "`": "#96;",
+    "|": "#124;",
+    "[": "#91;",
+    "]": "#93;",
+    "{": "#123;",
+    "}": "#125;",
+    ";": "#59;",
+}
+
+
+# --- Markdown ----------------------------------------------------------------------------
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&#])")
+
+
+def markdown_text(text: str) -> str:
+    r"""Text in a Markdown table cell or paragraph, shown literally.
+
+    >>> print(markdown_text("a|b <script> `x` *y* [z]"))
+    a\|b &lt;script&gt; \`x\` \*y\* \[z\]
+    >>> print(markdown_text("word_embeddings\nnext"))
+    word\_embeddings<br>next
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        char = match.group(1)
+        return {"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(char, "\\" + char)
+
+    return _MARKDOWN_SPECIAL.sub(replace, text.replace("\r", "")).replace("\n", "<br>")

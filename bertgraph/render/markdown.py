@@ -1,0 +1,124 @@
+"""Markdown tables (GitHub-flavoured) for parameters, the module tree and head diffs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bertgraph.render import numbers
+from bertgraph.render.escape import markdown_text as md
+from bertgraph.render.text import module_label
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[bool]) -> Iterable[str]:
+    """A pipe table; cells must already be escaped."""
+    yield "| " + " | ".join(headers) + " |"
+    yield "|" + "|".join("---:" if r else "---" for r in right) + "|"
+    for row in rows:
+        yield "| " + " | ".join(row) + " |"
+
+
+def code(text: str) -> str:
+    """Inline code for text without backticks (shapes, numbers); other text is escaped."""
+    return f"`{text}`" if "`" not in text and "|" not in text else md(text)
+
+
+def generate_param_groups(stats: dict[str, Any]) -> Iterable[str]:
+    total = stats["total"]
+    rows = [[md(name), numbers.count(n), numbers.percent(n, total)] for name, n in stats["groups"].items()]
+    rows.append(["**total**", f"**{numbers.count(total)}**", "**100.00%**"])
+    rows.append(["trainable", numbers.count(stats["trainable"]), numbers.percent(stats["trainable"], total)])
+    yield from table(["Group", "Parameters", "Share"], rows, [False, True, True])
+
+
+def generate_param_rows(stats: dict[str, Any]) -> Iterable[str]:
+    yield from table(
+        ["Parameter", "Shape", "Count", "Trainable"],
+        (
+            [
+                md(p["name"]),
+                code(numbers.shape(p["shape"])),
+                numbers.count(p["numel"]),
+                "yes" if p["trainable"] else "no",
+            ]
+            for p in stats["parameters"]
+        ),
+        [False, False, True, False],
+    )
+
+
+def generate_params(stats: dict[str, Any]) -> Iterable[str]:
+    yield f"## Parameters of {md(stats['model'])} · {md(stats['model_class'])}"
+    yield ""
+    yield from generate_param_groups(stats)
+    yield ""
+    yield f"{len(stats['parameters'])} parameter tensors:"
+    yield ""
+    yield from generate_param_rows(stats)
+
+
+def generate_summary_table(summary: dict[str, Any]) -> Iterable[str]:
+    rows = []
+    for row in summary["rows"]:
+        indent = "&nbsp;&nbsp;" * row["level"]
+        params = numbers.count(row["params"])
+        if row.get("repeat", 1) > 1:
+            params += f" ({row['repeat']} × {numbers.count(row['each'])})"
+        rows.append(
+            [
+                indent + md(module_label(row)),
+                md(row["sizes"]),
+                code(numbers.shapes(row["shapes"])) if row["shapes"] else "—",
+                params,
+                numbers.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
+            ]
+        )
+    yield from table(
+        ["Module", "Sizes", "Output shape", "Parameters", "Share"], rows, [False, False, False, True, True]
+    )
+
+
+def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
+    yield f"## {md(summary['model'])} · {md(summary['model_class'])}"
+    yield ""
+    example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
+    yield f"Example input {md(example)}; shapes name these dimensions. Rows inside a folded group count one instance."
+    yield ""
+    yield from generate_summary_table(summary)
+
+
+def generate_diff_table(diff: dict[str, Any]) -> Iterable[str]:
+    rows = [
+        ["added", md(m["module"]), md(m["type"]), md(m["sizes"]), f"+{numbers.count(m['params'])}"]
+        for m in diff["added"]
+    ]
+    rows += [
+        ["removed", md(m["module"]), md(m["type"]), md(m["sizes"]), f"-{numbers.count(m['params'])}"]
+        for m in diff["removed"]
+    ]
+    for m in diff["changed"]:
+        rows.append(
+            [
+                "changed",
+                md(m["module"]),
+                md(m["b"]["type"]),
+                md(f"{m['a']['sizes']} → {m['b']['sizes']}"),
+                f"{m['b']['params'] - m['a']['params']:+,}",
+            ]
+        )
+    if not rows:
+        yield "No module differs."
+        return
+    yield from table(["Change", "Module", "Type", "Sizes", "Parameters"], rows, [False, False, False, False, True])
+
+
+def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
+    a, b = diff["a"], diff["b"]
+    yield f"## {md(a['head'])} → {md(b['head'])} ({md(a['model'])})"
+    yield ""
+    yield from generate_diff_table(diff)
+    yield ""
+    yield (
+        f"{md(a['model_class'])}: {numbers.count(a['total'])} parameters → {md(b['model_class'])}: "
+        f"{numbers.count(b['total'])} parameters (**{diff['delta']:+,}**)."
+    )

@@ -1,0 +1,146 @@
+"""Plain-text tables for the terminal: parameters, the module tree, head diffs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bertgraph.render import numbers
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[bool]) -> Iterable[str]:
+    """Aligned columns with a rule under the header; ``right`` marks numeric columns."""
+    body = [list(r) for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
+        return "  ".join(padded).rstrip()
+
+    yield line(headers)
+    yield "  ".join("─" * w for w in widths)
+    for row in body:
+        yield line(row)
+
+
+def title(stats: dict[str, Any]) -> str:
+    return f"{stats['model']} · {stats['model_class']} (head: {stats['head']})"
+
+
+def generate_params(stats: dict[str, Any]) -> Iterable[str]:
+    """Every parameter, then totals and groups with their share."""
+    yield title(stats)
+    yield ""
+    yield from table(
+        ["Parameter", "Shape", "Count", "Trainable"],
+        (
+            [p["name"], numbers.shape(p["shape"]), numbers.count(p["numel"]), "yes" if p["trainable"] else "no"]
+            for p in stats["parameters"]
+        ),
+        [False, False, True, False],
+    )
+    yield ""
+    total = stats["total"]
+    rows = [[name, numbers.count(n), numbers.percent(n, total)] for name, n in stats["groups"].items()]
+    rows.append(["total", numbers.count(total), numbers.percent(total, total)])
+    rows.append(["trainable", numbers.count(stats["trainable"]), numbers.percent(stats["trainable"], total)])
+    yield from table(["Group", "Parameters", "Share"], rows, [False, True, True])
+    yield ""
+    yield f"{len(stats['parameters'])} parameter tensors"
+
+
+def _tree_prefix(rows: list[dict[str, Any]], index: int) -> str:
+    """Box-drawing prefix for a row of a pre-order tree listing."""
+    level = rows[index]["level"]
+    if level == 0:
+        return ""
+
+    def has_later_sibling(at: int, depth: int) -> bool:
+        for later in rows[at + 1 :]:
+            if later["level"] < depth:
+                return False
+            if later["level"] == depth:
+                return True
+        return False
+
+    parts = []
+    ancestor_index = index
+    for depth in range(level, 0, -1):
+        while rows[ancestor_index]["level"] > depth:
+            ancestor_index -= 1
+        last = not has_later_sibling(ancestor_index, depth)
+        if depth == level:
+            parts.append("└─ " if last else "├─ ")
+        else:
+            parts.append("   " if last else "│  ")
+    return "".join(reversed(parts))
+
+
+def module_label(row: dict[str, Any]) -> str:
+    name = row["name"]
+    if row.get("repeat", 1) > 1:
+        return f"{name}: {row['repeat']} × {row['type']}"
+    return name if row["level"] == 0 else f"{name}: {row['type']}"
+
+
+def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
+    """The module tree with sizes, output shapes, parameters and share."""
+    rows = summary["rows"]
+    yield f"{summary['model']} · {summary['model_class']} (head: {summary['head']})"
+    example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
+    yield f"example input: {example}; shapes show these dims by name"
+    yield ""
+    body = []
+    for index, row in enumerate(rows):
+        params = numbers.count(row["params"])
+        if row.get("repeat", 1) > 1:
+            params = f"{params} ({row['repeat']} × {numbers.count(row['each'])})"
+        body.append(
+            [
+                _tree_prefix(rows, index) + module_label(row),
+                row["sizes"],
+                numbers.shapes(row["shapes"]),
+                params,
+                numbers.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
+            ]
+        )
+    yield from table(
+        ["Module", "Sizes", "Output shape", "Parameters", "Share"], body, [False, False, False, True, True]
+    )
+    yield ""
+    yield (
+        f"total {numbers.count(summary['total'])} parameters, "
+        f"trainable {numbers.count(summary['trainable'])}; rows inside a folded group count one instance"
+    )
+
+
+def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
+    """What a head adds and removes, with parameter deltas."""
+    a, b = diff["a"], diff["b"]
+    yield (
+        f"{a['model']}: {a['head']} ({a['model_class']}, {numbers.count(a['total'])} parameters) → "
+        f"{b['head']} ({b['model_class']}, {numbers.count(b['total'])} parameters)"
+    )
+    yield ""
+    rows = [["+", m["module"], m["type"], m["sizes"], f"+{numbers.count(m['params'])}"] for m in diff["added"]]
+    rows += [["-", m["module"], m["type"], m["sizes"], f"-{numbers.count(m['params'])}"] for m in diff["removed"]]
+    for m in diff["changed"]:
+        delta = m["b"]["params"] - m["a"]["params"]
+        rows.append(
+            [
+                "~",
+                m["module"],
+                f"{m['a']['type']} → {m['b']['type']}" if m["a"]["type"] != m["b"]["type"] else m["b"]["type"],
+                f"{m['a']['sizes']} → {m['b']['sizes']}",
+                f"{delta:+,}",
+            ]
+        )
+    if rows:
+        yield from table(["", "Module", "Type", "Sizes", "Parameters"], rows, [False, False, False, False, True])
+    else:
+        yield "no module differs"
+    yield ""
+    outs_a = ", ".join(f"{o['name']} {numbers.shape(o['shape'])}" for o in a["outputs"])
+    outs_b = ", ".join(f"{o['name']} {numbers.shape(o['shape'])}" for o in b["outputs"])
+    yield f"outputs: {outs_a} → {outs_b}"
+    yield f"net change: {diff['delta']:+,} parameters"

@@ -1,0 +1,264 @@
+"""Tables computed from the graph: parameter statistics, the folded module tree, head diffs.
+
+Everything returned here is plain data (dicts, lists, ints, strings), ready for
+``json.dumps`` and for the text and Markdown renderers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from typing import Any
+
+import networkx as nx
+
+from bertgraph import graph as g
+from bertgraph.views import display_levels, display_name
+
+_CONTAINER_TYPES = frozenset({"ModuleList", "ModuleDict"})
+
+
+def _ancestors(path: str) -> list[str]:
+    """``a.b.c`` → ``["", "a", "a.b", "a.b.c"]``."""
+    parts = path.split(".") if path else []
+    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def module_params(graph: nx.DiGraph) -> dict[str, int]:
+    """Parameters below every module path (tied parameters counted once, at their owner)."""
+    totals: dict[str, int] = defaultdict(int)
+    for row in g.parameter_rows(graph):
+        for path in _ancestors(row["module"]):
+            totals[path] += int(row["numel"])
+    return dict(totals)
+
+
+def module_table(graph: nx.DiGraph) -> dict[str, dict[str, Any]]:
+    """The recorded module table, or one derived from node attributes when absent."""
+    table = graph.graph.get(g.G_MODULES)
+    if table:
+        return table
+    derived: dict[str, dict[str, Any]] = {"": {"type": graph.graph.get(g.G_MODEL_CLASS, "")}}
+    for _, data in sorted(graph.nodes(data=True), key=lambda item: item[1].get(g.ORDER, 0)):
+        module = data.get(g.MODULE, "")
+        for path in _ancestors(module)[1:]:
+            derived.setdefault(path, {"type": data.get(g.MODULE_TYPE, "") if path == module else ""})
+    return derived
+
+
+# --- parameters -------------------------------------------------------------------------------
+
+
+def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
+    """Totals, groups by top-level module and one row per parameter.
+
+    Returns the ``params --format json`` object::
+
+        {"model", "head", "model_class", "total", "trainable",
+         "groups": {"embeddings": int, "encoder": int, "pooler": int, ...head modules...},
+         "parameters": [{"name", "shape", "numel", "trainable"}]}
+    """
+    rows = g.parameter_rows(graph)
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+    totals = module_params(graph)
+    groups: dict[str, int] = {}
+    for path in module_table(graph):
+        levels = display_levels(path, backbone)
+        if len(levels) == 1 and levels[0] == path:
+            groups[display_name(path, backbone)] = totals.get(path, 0)
+    root_own = sum(int(r["numel"]) for r in rows if not display_levels(r["module"], backbone))
+    if root_own:
+        groups["(model)"] = root_own
+    return {
+        "model": graph.graph.get(g.G_NAME, ""),
+        "head": graph.graph.get(g.G_HEAD, ""),
+        "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
+        "total": sum(int(r["numel"]) for r in rows),
+        "trainable": sum(int(r["numel"]) for r in rows if r.get("trainable", True)),
+        "groups": groups,
+        "parameters": [
+            {
+                "name": r["name"],
+                "shape": list(r["shape"]),
+                "numel": int(r["numel"]),
+                "trainable": bool(r.get("trainable", True)),
+            }
+            for r in rows
+        ],
+    }
+
+
+# --- the module tree ---------------------------------------------------------------------------
+
+
+def output_shapes(graph: nx.DiGraph) -> dict[str, list[list[int | str]]]:
+    """Module path → shapes of the tensors that leave it, in execution order."""
+    exits: dict[str, dict[str, int]] = defaultdict(dict)
+    for source, target in graph.edges:
+        s, t = graph.nodes[source], graph.nodes[target]
+        if s.get(g.KIND) == g.INPUT:
+            continue
+        inside = set(_ancestors(s.get(g.MODULE, "")))
+        outside = set(_ancestors(t.get(g.MODULE, ""))) if t.get(g.KIND) != g.OUTPUT else set()
+        for path in inside - outside:
+            exits[path][source] = s.get(g.ORDER, 0)
+    shapes: dict[str, list[list[int | str]]] = {}
+    for path, nodes in exits.items():
+        seen: list[list[int | str]] = []
+        for node in sorted(nodes, key=lambda n: (nodes[n], n)):
+            shape = list(graph.nodes[node].get(g.SHAPE, []))
+            if shape not in seen:
+                seen.append(shape)
+        shapes[path] = seen
+    return shapes
+
+
+def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> list[dict[str, Any]]:
+    """The module tree as rows, like ``print(model)`` with numbers, repeats folded.
+
+    Each row: ``path``, ``name`` (``bert``, ``(0-11)``, ``query``), ``type``, ``sizes``,
+    ``level`` (indent), ``params`` (all below; a folded row counts every repeat),
+    ``each`` and ``repeat`` (folded rows), ``share`` (of the model total; rows inside a
+    folded group count one instance, ``in_fold``), ``shapes`` (outputs) and ``depth``
+    (display depth, what ``depth`` filters on).
+    """
+    table = module_table(graph)
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+    totals = module_params(graph)
+    total = totals.get("", 0) or sum(int(r["numel"]) for r in g.parameter_rows(graph))
+    shapes = output_shapes(graph)
+    children: dict[str, list[str]] = defaultdict(list)
+    for path in table:
+        if path:
+            children[path.rsplit(".", 1)[0] if "." in path else ""].append(path)
+
+    signature_cache: dict[str, str] = {}
+
+    def signature(path: str) -> str:
+        if path not in signature_cache:
+            info = table.get(path, {})
+            parts = [info.get("type"), info.get("sizes"), totals.get(path, 0), str(shapes.get(path))]
+            parts += [(child.rsplit(".", 1)[-1], signature(child)) for child in children[path]]
+            signature_cache[path] = hashlib.sha256(repr(parts).encode()).hexdigest()
+        return signature_cache[path]
+
+    rows: list[dict[str, Any]] = []
+
+    def visit(path: str, name: str, level: int, repeat: int, in_fold: bool) -> None:
+        info = table.get(path, {})
+        params = totals.get(path, 0)
+        row: dict[str, Any] = {
+            "path": path,
+            "name": name,
+            "type": info.get("type", ""),
+            "sizes": info.get("sizes", ""),
+            "level": level,
+            "depth": len(display_levels(path, backbone)),
+            "params": params * repeat,
+            "share": (params / total) if total else 0.0,
+            "shapes": shapes.get(path, []),
+            "in_fold": in_fold,
+        }
+        if repeat > 1:
+            row.update(each=params, repeat=repeat, share=params * repeat / total if total else 0.0)
+        rows.append(row)
+        kids = children[path]
+        index = 0
+        while index < len(kids):
+            end = index
+            if fold and info.get("type") in _CONTAINER_TYPES:
+                while end + 1 < len(kids) and signature(kids[end + 1]) == signature(kids[index]):
+                    end += 1
+            first, last = kids[index].rsplit(".", 1)[-1], kids[end].rsplit(".", 1)[-1]
+            label = f"({first}-{last})" if end > index else kids[index].rsplit(".", 1)[-1]
+            if info.get("type") in _CONTAINER_TYPES and end == index:
+                label = f"({first})"
+            visit(kids[index], label, level + 1, end - index + 1, in_fold or repeat > 1)
+            index = end + 1
+
+    visit("", graph.graph.get(g.G_MODEL_CLASS, ""), 0, 1, False)
+    if depth is None:
+        return rows
+    return [row for row in rows if row["depth"] <= depth]
+
+
+# --- diff of two heads -----------------------------------------------------------------------
+
+
+def _modules_by_display(graph: nx.DiGraph) -> dict[str, dict[str, Any]]:
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+    table = module_table(graph)
+    totals = module_params(graph)
+    own: dict[str, int] = defaultdict(int)
+    for row in g.parameter_rows(graph):
+        own[row["module"]] += int(row["numel"])
+    result = {}
+    for path, info in table.items():
+        if path == "" or path == backbone:
+            continue
+        result[display_name(path, backbone)] = {
+            "path": path,
+            "type": info.get("type", ""),
+            "sizes": info.get("sizes", ""),
+            "params": totals.get(path, 0),
+            "own": own.get(path, 0),
+        }
+    return result
+
+
+def _outputs(graph: nx.DiGraph) -> list[dict[str, Any]]:
+    return [
+        {"name": node, "shape": data.get(g.SHAPE, [])}
+        for node, data in sorted(graph.nodes(data=True), key=lambda item: item[1].get(g.ORDER, 0))
+        if data.get(g.KIND) == g.OUTPUT
+    ]
+
+
+def diff(a: nx.DiGraph, b: nx.DiGraph) -> dict[str, Any]:
+    """What turns model ``a`` into model ``b``: modules added, removed and changed.
+
+    Modules are matched by their path without the backbone prefix, so ``pooler`` of a
+    BertModel matches ``bert.pooler`` of a model with a head. Only the top-most added
+    or removed module of a subtree is listed.
+    """
+    ma, mb = _modules_by_display(a), _modules_by_display(b)
+
+    def top_only(names: set[str]) -> list[str]:
+        return sorted(
+            (n for n in names if not any(n.startswith(o + ".") for o in names if o != n)),
+            key=lambda n: list(mb if n in mb else ma).index(n),
+        )
+
+    added = [{"module": n, **{k: mb[n][k] for k in ("type", "sizes", "params")}} for n in top_only(set(mb) - set(ma))]
+    removed = [{"module": n, **{k: ma[n][k] for k in ("type", "sizes", "params")}} for n in top_only(set(ma) - set(mb))]
+    changed = []
+    for name in [n for n in mb if n in ma]:
+        x, y = ma[name], mb[name]
+        if (x["type"], x["sizes"], x["own"]) != (y["type"], y["sizes"], y["own"]):
+            changed.append(
+                {
+                    "module": name,
+                    "a": {k: x[k] for k in ("type", "sizes", "params")},
+                    "b": {k: y[k] for k in ("type", "sizes", "params")},
+                }
+            )
+    total_a = parameter_stats(a)["total"]
+    total_b = parameter_stats(b)["total"]
+    return {
+        "a": _side(a, total_a),
+        "b": _side(b, total_b),
+        "added": added,
+        "removed": removed,
+        "changed": changed,
+        "delta": total_b - total_a,
+    }
+
+
+def _side(graph: nx.DiGraph, total: int) -> dict[str, Any]:
+    return {
+        "model": graph.graph.get(g.G_NAME, ""),
+        "head": graph.graph.get(g.G_HEAD, ""),
+        "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
+        "total": total,
+        "outputs": _outputs(graph),
+    }

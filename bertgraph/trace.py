@@ -1,0 +1,380 @@
+"""torch.export on example inputs → the annotated operator graph.
+
+torch.export records, for every aten op, its output as a fake tensor (``meta["val"]``)
+and the module call stack it ran in (``meta["nn_module_stack"]``). That is all the graph
+needs: no hooks, no patched torch globals. Batch and sequence are exported as dynamic
+dimensions, so shapes come out symbolic (``[batch, seq, 768]``) instead of as numbers
+that could be confused with a hidden size.
+"""
+
+from __future__ import annotations
+
+import linecache
+import operator
+import re
+import sys
+import traceback
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import networkx as nx
+
+from bertgraph import graph as g
+from bertgraph.errors import TraceError
+from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
+    from torch.fx import Node
+
+# Ops that compute nothing a reader of the graph needs: shape queries and assertions.
+_SKIPPED_TARGETS = re.compile(r"^aten\.(sym_size|sym_numel|sym_stride|_assert_\w+|sym_constrain_range\w*)\.")
+
+
+class TensorFacts(NamedTuple):
+    """What the graph records of one tensor."""
+
+    shape: list[int | str]
+    dtype: str
+
+
+def trace(spec: ModelSpec) -> nx.DiGraph:
+    """Build the spec's model on the meta device, export it and return its graph."""
+    model = build_model(spec)
+    return trace_module(model, spec, weights="meta")
+
+
+def skeleton(spec: ModelSpec) -> nx.DiGraph:
+    """The graph-level facts of a model (modules, parameters) without tracing it.
+
+    Parameter statistics need nothing more, so ``bertgraph params`` skips torch.export.
+    """
+    model = build_model(spec)
+    _, tied = _canonical_parameter_names(model)
+    return g.new_graph(**_graph_attributes(model, spec, "meta", tied))
+
+
+def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta") -> nx.DiGraph:
+    """Export ``model`` on the spec's example inputs and build the annotated graph."""
+    program = export_program(model, spec)
+    return graph_from_program(program, model, spec, weights=weights)
+
+
+def export_program(model: torch.nn.Module, spec: ModelSpec) -> ExportedProgram:
+    """torch.export with dynamic batch and sequence; a failure names the module it stopped in."""
+    import torch
+    from torch.export import Dim
+
+    device = next(model.parameters()).device
+    inputs = example_inputs(spec, device=device)
+    limit = int(spec.config["max_position_embeddings"])
+    dims = {
+        axis: Dim(name, min=1, max=max(limit, 2) if name == "seq" else 4096) for axis, name in enumerate(spec.dim_names)
+    }
+    dynamic = {name: dims for name in INPUT_NAMES}
+    try:
+        try:
+            return torch.export.export(model, (), inputs, dynamic_shapes=dynamic, strict=False)
+        except torch._dynamo.exc.UserError:
+            # A config that pins a dimension (tiny max_position_embeddings, say) still
+            # traces with fixed sizes; its shapes are then shown as numbers.
+            return torch.export.export(model, (), inputs, strict=False)
+    except Exception as error:
+        raise TraceError(_trace_failure(error, model, spec)) from error
+
+
+def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec) -> str:
+    """One line naming the deepest module (and its source line) the failed trace was in."""
+    names = {id(module): name for name, module in model.named_modules()}
+    where = ""
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        owner = frame.f_locals.get("self")
+        if id(owner) in names:
+            path = names[id(owner)] or "<root>"
+            line = linecache.getline(frame.f_code.co_filename, lineno).strip()
+            where = (
+                f" in module '{path}' ({type(owner).__name__}) at "
+                f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{lineno} `{line}`"
+            )
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return f"torch.export could not trace {spec.name} ({spec.model_class}){where}: {message}"
+
+
+# --- ExportedProgram → graph ------------------------------------------------------------
+
+
+def graph_from_program(
+    program: ExportedProgram, model: torch.nn.Module, spec: ModelSpec, weights: str = "meta"
+) -> nx.DiGraph:
+    """The annotated graph of an exported program.
+
+    Parameters reach ops as placeholders; each op records the ones it reads. A tied
+    parameter (one tensor under two names) is counted at the first op that reads it
+    and listed under ``shared_params`` at the others, so totals match
+    ``sum(p.numel() for p in model.parameters())``.
+    """
+    signature = program.graph_signature
+    canonical, tied = _canonical_parameter_names(model)
+    numel = {name: p.numel() for name, p in model.named_parameters()}
+    placeholder_params = {node: canonical[fqn] for node, fqn in signature.inputs_to_parameters.items()}
+    symbols = _dim_symbols(program, spec)
+
+    graph = g.new_graph(**_graph_attributes(model, spec, weights, tied))
+    counted: set[str] = set()
+    kept: dict[str, str] = {}  # fx node name → graph node id (getitem resolves to its source)
+    edge_facts: dict[str, TensorFacts] = {}
+    user_inputs = set(signature.user_inputs)
+
+    for order, node in enumerate(program.graph.nodes):
+        if node.op == "placeholder":
+            if node.name in user_inputs:
+                facts = _facts(node.meta.get("val"), symbols)
+                graph.add_node(
+                    node.name,
+                    **{
+                        g.KIND: g.INPUT,
+                        g.SHAPE: facts.shape,
+                        g.DTYPE: facts.dtype,
+                        g.MODULE: "",
+                        g.MODULE_TYPE: "",
+                        g.PARAMS: 0,
+                        g.ORDER: order,
+                    },
+                )
+                kept[node.name] = node.name
+                edge_facts[node.name] = facts
+            continue
+        if node.op == "output":
+            _add_outputs(graph, program, node, kept, edge_facts, order)
+            continue
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem and node.args[0].name in kept:
+            source = node.args[0]
+            kept[node.name] = kept[source.name]
+            edge_facts[node.name] = _facts(node.meta.get("val"), symbols)
+            continue
+        target = str(node.target)
+        value = node.meta.get("val")
+        if _SKIPPED_TARGETS.match(target) or not _is_tensorish(value):
+            continue
+        facts = _facts(value, symbols)
+        module, module_type = _module_of(node)
+        reads = [placeholder_params[a.name] for a in node.all_input_nodes if a.name in placeholder_params]
+        own = [name for name in dict.fromkeys(reads) if name not in counted]
+        counted.update(own)
+        shared = [name for name in dict.fromkeys(reads) if name not in own]
+        attrs: dict[str, Any] = {
+            g.KIND: g.OPERATOR,
+            g.OP: _op_name(node),
+            g.TARGET: target,
+            g.MODULE: module,
+            g.MODULE_TYPE: module_type,
+            g.SHAPE: facts.shape,
+            g.DTYPE: facts.dtype,
+            g.PARAMS: sum(numel[name] for name in own),
+            g.PARAM_NAMES: own,
+            g.ORDER: order,
+        }
+        if shared:
+            attrs[g.SHARED_PARAMS] = shared
+        graph.add_node(node.name, **attrs)
+        kept[node.name] = node.name
+        edge_facts[node.name] = facts
+        for source in node.all_input_nodes:
+            if source.name in kept and kept[source.name] != node.name:
+                facts_in = edge_facts[source.name]
+                graph.add_edge(kept[source.name], node.name, **{g.SHAPE: facts_in.shape, g.DTYPE: facts_in.dtype})
+
+    g.prune_dead(graph)
+    unread = [name for name in numel if name not in counted]
+    if unread:
+        graph.graph["unread_parameters"] = unread
+    return graph
+
+
+def _add_outputs(
+    graph: nx.DiGraph,
+    program: ExportedProgram,
+    node: Node,
+    kept: dict[str, str],
+    edge_facts: dict[str, TensorFacts],
+    order: int,
+) -> None:
+    names = _output_names(program)
+    for index, source in enumerate(node.args[0]):
+        if source is None or getattr(source, "name", None) not in kept:
+            continue
+        name = names[index] if index < len(names) else f"output_{index}"
+        node_id = name if name not in graph else f"{name}:output"
+        facts = edge_facts[source.name]
+        graph.add_node(
+            node_id,
+            **{
+                g.KIND: g.OUTPUT,
+                g.SHAPE: facts.shape,
+                g.DTYPE: facts.dtype,
+                g.MODULE: "",
+                g.MODULE_TYPE: "",
+                g.PARAMS: 0,
+                g.ORDER: order + index,
+            },
+        )
+        graph.add_edge(kept[source.name], node_id, **{g.SHAPE: facts.shape, g.DTYPE: facts.dtype})
+
+
+def _output_names(program: ExportedProgram) -> list[str]:
+    """Output names from the output pytree (``logits``, ``start_logits``, …)."""
+    spec = program.call_spec.out_spec
+    context = getattr(spec, "context", None)
+    if isinstance(context, (list, tuple)) and all(isinstance(c, str) for c in context):
+        return list(context)
+    return []
+
+
+def _canonical_parameter_names(model: torch.nn.Module) -> tuple[dict[str, str], dict[str, str]]:
+    """Every parameter name → the name ``named_parameters()`` reports it under, and the aliases."""
+    first: dict[int, str] = {}
+    canonical: dict[str, str] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        canonical[name] = first.setdefault(id(parameter), name)
+    tied = {alias: name for alias, name in canonical.items() if alias != name}
+    return canonical, tied
+
+
+def _dim_symbols(program: ExportedProgram, spec: ModelSpec) -> dict[Any, str]:
+    """Sympy symbol of each dynamic input dimension → its name (``batch``, ``seq``)."""
+    symbols: dict[Any, str] = {}
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name == "input_ids":
+            for size, name in zip(node.meta["val"].shape, spec.dim_names):
+                expr = getattr(getattr(size, "node", None), "expr", None)
+                if expr is not None and expr.free_symbols:
+                    symbols[expr] = name
+    return symbols
+
+
+def _is_tensorish(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_is_tensorish(v) for v in value)
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _facts(value: Any, symbols: dict[Any, str]) -> TensorFacts:
+    """Shape and dtype of a tensor (the first tensor of a tuple), dims named where dynamic."""
+    if isinstance(value, (list, tuple)):
+        value = next(v for v in value if _is_tensorish(v))
+    return TensorFacts([_dim(size, symbols) for size in value.shape], str(value.dtype).removeprefix("torch."))
+
+
+def _dim(size: Any, symbols: dict[Any, str]) -> int | str:
+    expr = getattr(getattr(size, "node", None), "expr", None)
+    if expr is None:
+        return int(size)
+    if not expr.free_symbols:
+        return int(expr)
+    import sympy
+
+    named = expr.xreplace({symbol: sympy.Symbol(name) for symbol, name in symbols.items()})
+    return str(named)
+
+
+def _op_name(node: Node) -> str:
+    """``aten.linear.default`` → ``linear``; ``aten.__and__.Tensor`` → ``and``."""
+    target = node.target
+    name = getattr(target, "__name__", None) or str(target)
+    packet = name.split(".")[0] if "." in name else name
+    return packet.strip("_") or packet
+
+
+def _module_of(node: Node) -> tuple[str, str]:
+    stack = node.meta.get("nn_module_stack") or {}
+    for path, type_name in reversed(list(stack.values())):
+        if isinstance(path, str) and not path.startswith("_empty_nn_module_stack"):
+            kind = type_name if isinstance(type_name, str) else getattr(type_name, "__name__", str(type_name))
+            return path, kind.rsplit(".", 1)[-1]
+    return "", ""
+
+
+# --- graph-level facts --------------------------------------------------------------------
+
+
+def _graph_attributes(model: torch.nn.Module, spec: ModelSpec, weights: str, tied: dict[str, str]) -> dict[str, Any]:
+    example = dict(zip(spec.dim_names, spec.example_shape))
+    return {
+        g.G_NAME: spec.name,
+        g.G_MODEL_CLASS: type(model).__name__,
+        g.G_HEAD: spec.head,
+        g.G_SOURCE: "torch.export",
+        g.G_BACKBONE: "" if spec.head == "base" else getattr(model, "base_model_prefix", "bert"),
+        g.G_CONFIG: spec.summary(),
+        g.G_EXAMPLE: example,
+        g.G_MODULES: module_table(model),
+        g.G_PARAMETERS: parameter_table(model),
+        g.G_TIED: tied,
+        g.G_WEIGHTS: weights,
+        g.G_VERSIONS: versions(),
+    }
+
+
+def module_table(model: torch.nn.Module) -> dict[str, dict[str, str]]:
+    """Every module path → its class name and key sizes."""
+    table = {}
+    for path, module in model.named_modules():
+        entry = {"type": type(module).__name__}
+        sizes = describe_module(module)
+        if sizes:
+            entry["sizes"] = sizes
+        table[path] = entry
+    return table
+
+
+def describe_module(module: torch.nn.Module) -> str:
+    """The sizes that identify a module at a glance (``768 → 3072``, ``30522 × 768``)."""
+    from torch import nn
+
+    if isinstance(module, nn.Linear):
+        return f"{module.in_features} → {module.out_features}"
+    if isinstance(module, nn.Embedding):
+        return f"{module.num_embeddings} × {module.embedding_dim}"
+    if isinstance(module, nn.LayerNorm):
+        return " × ".join(str(s) for s in module.normalized_shape)
+    if isinstance(module, nn.Dropout):
+        return f"p={module.p:g}"
+    if isinstance(module, nn.ModuleList):
+        return f"{len(module)}"
+    heads = getattr(module, "num_attention_heads", None)
+    head_size = getattr(module, "attention_head_size", None)
+    if isinstance(heads, int) and isinstance(head_size, int):
+        return f"{heads} heads × {head_size}"
+    return ""
+
+
+def parameter_table(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """One row per unique parameter, in ``named_parameters()`` order."""
+    rows = []
+    for name, parameter in model.named_parameters():
+        rows.append(
+            {
+                "name": name,
+                "shape": list(parameter.shape),
+                "numel": parameter.numel(),
+                "trainable": bool(parameter.requires_grad),
+                "module": name.rsplit(".", 1)[0] if "." in name else "",
+            }
+        )
+    return rows
+
+
+def versions() -> dict[str, str]:
+    """Versions that change what a trace produces (also part of the graph cache key)."""
+    from bertgraph import __version__
+
+    found = {"bertgraph": __version__, "python": ".".join(map(str, sys.version_info[:2]))}
+    for package in ("torch", "transformers"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "absent"
+    return found

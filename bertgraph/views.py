@@ -1,0 +1,461 @@
+"""Pure functions from the operator graph to the graphs people look at.
+
+Levels of detail (``level`` below, ``--depth`` on the command line):
+
+0. the whole model as one node;
+1. its parts: embeddings, encoder, pooler, the attention-mask computation, head modules;
+2. their blocks: each encoder layer, the embedding tables, the pooler's dense layer, …;
+3. the anatomy of a block: every leaf module (Q, K, V, dense, LayerNorm, GELU, …) and the
+   computations modules do themselves (scaled dot-product attention, residual adds),
+   with pure layout ops (view, transpose, reshape, …) left out;
+4. and deeper: every operator, each in its module.
+
+Module depth counts *display* levels: the backbone prefix (``bert.`` in a model with a
+head) and list containers (``layer`` in ``encoder.layer.3``) are not levels of their own,
+so ``embeddings`` and a head's ``classifier`` are both at level 1 and each encoder layer
+is at level 2.
+
+Every view keeps the invariant ``sum(params) == model total``: a folded node counts all
+the siblings it stands for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import networkx as nx
+
+from bertgraph import graph as g
+
+OPERATOR_LEVEL = 4
+ANATOMY_LEVEL = 3
+
+# Ops that only reinterpret a tensor's layout; the anatomy view skips them.
+LAYOUT_OPS = frozenset(
+    {
+        "view",
+        "reshape",
+        "transpose",
+        "permute",
+        "contiguous",
+        "expand",
+        "unsqueeze",
+        "squeeze",
+        "clone",
+        "t",
+        "alias",
+        "flatten",
+        "unflatten",
+        "to",
+        "_to_copy",
+        "type_as",
+        "detach",
+        "lift_fresh_copy",
+        "Reshape",
+        "Transpose",
+        "Unsqueeze",
+        "Squeeze",
+        "Identity",
+        "Cast",
+        "Expand",
+    }
+)
+
+_INDEX = re.compile(r"^\d+$")
+
+
+# --- module paths and display levels ----------------------------------------------------
+
+
+def display_levels(path: str, backbone: str = "") -> tuple[str, ...]:
+    """The module paths that are display levels on the way to ``path``.
+
+    >>> display_levels("bert.encoder.layer.3.attention", "bert")
+    ('bert.encoder', 'bert.encoder.layer.3', 'bert.encoder.layer.3.attention')
+    >>> display_levels("classifier", "bert")
+    ('classifier',)
+    >>> display_levels("", "bert")
+    ()
+    """
+    if not path:
+        return ()
+    parts = path.split(".")
+    levels = []
+    for index in range(len(parts)):
+        prefix = ".".join(parts[: index + 1])
+        if prefix == backbone:
+            continue
+        if index + 1 < len(parts) and _INDEX.match(parts[index + 1]):
+            continue  # a list container: its items are the level
+        levels.append(prefix)
+    return tuple(levels)
+
+
+def display_name(path: str, backbone: str = "") -> str:
+    """``bert.encoder.layer.3`` → ``encoder.layer.3``: the path without the backbone prefix.
+
+    >>> display_name("bert.pooler.dense", "bert"), display_name("classifier", "bert")
+    ('pooler.dense', 'classifier')
+    """
+    if backbone and (path == backbone or path.startswith(backbone + ".")):
+        return path[len(backbone) + 1 :]
+    return path
+
+
+def own_ops_id(path: str) -> str:
+    """Id of the node standing for the ops module ``path`` runs itself."""
+    return f"{path}:ops"
+
+
+def in_backbone(path: str, backbone: str) -> bool:
+    """Whether a module path belongs to the encoder-only backbone (not the task head)."""
+    return not backbone or path == backbone or path.startswith(backbone + ".")
+
+
+def is_within(path: str, ancestor: str) -> bool:
+    return not ancestor or path == ancestor or path.startswith(ancestor + ".")
+
+
+# --- level of detail ---------------------------------------------------------------------
+
+
+def view(graph: nx.DiGraph, level: int = 2, fold: bool = True) -> nx.DiGraph:
+    """The graph at a level of detail (see the module docstring), repeats folded."""
+    if level < 0:
+        raise ValueError(f"level must be 0 or more, got {level}")
+    if level >= OPERATOR_LEVEL:
+        result = graph.copy()
+    elif level == ANATOMY_LEVEL:
+        result = anatomy(graph)
+    else:
+        result = collapse(graph, level)
+    return fold_repeats(result) if fold else result
+
+
+def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
+    """Merge ops into the modules at display depth ``depth``.
+
+    An op whose module is shallower than ``depth`` stays with that module; where the
+    module also has children in the view, its own ops become a separate node
+    (``own_ops``), e.g. BertModel's attention-mask computation.
+    """
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+
+    def key(node: str, data: dict[str, Any]) -> str:
+        levels = display_levels(data.get(g.MODULE, ""), backbone)
+        if depth == 0 or not levels:
+            return backbone if depth and backbone and is_within(data.get(g.MODULE, ""), backbone) else ""
+        return levels[min(depth, len(levels)) - 1]
+
+    return merge_nodes(graph, key)
+
+
+def anatomy(graph: nx.DiGraph) -> nx.DiGraph:
+    """Leaf modules as single nodes plus the computations modules do themselves.
+
+    Layout ops are bridged over; the remaining own ops of one module that feed each
+    other are merged (the embedding sums, the attention-mask computation).
+    """
+    modules = graph.graph.get(g.G_MODULES, {})
+    parents = {path.rsplit(".", 1)[0] if "." in path else "" for path in modules if path}
+    bridged = bridge_layout_ops(graph)
+    leaf_of: dict[str, str] = {}
+    own: dict[str, list[str]] = defaultdict(list)
+    for node, data in bridged.nodes(data=True):
+        if data.get(g.KIND) != g.OPERATOR:
+            continue
+        module = data.get(g.MODULE, "")
+        if module and module not in parents:
+            leaf_of[node] = module
+        else:
+            own[module].append(node)
+    component: dict[str, str] = {}
+    for module, nodes in own.items():
+        groups = [
+            sorted(members, key=lambda n: (bridged.nodes[n][g.ORDER], n))
+            for members in nx.weakly_connected_components(bridged.subgraph(nodes))
+        ]
+        merged = sorted((m for m in groups if len(m) > 1), key=lambda m: bridged.nodes[m[0]][g.ORDER])
+        for number, members in enumerate(merged):
+            name = own_ops_id(module) if len(merged) == 1 else f"{own_ops_id(module)}.{number}"
+            component.update(dict.fromkeys(members, name))
+
+    def key(node: str, data: dict[str, Any]) -> str:
+        if node in leaf_of:
+            return leaf_of[node]
+        return component.get(node, node)
+
+    return merge_nodes(bridged, key, keep_ids=True)
+
+
+def bridge_layout_ops(graph: nx.DiGraph) -> nx.DiGraph:
+    """A copy without layout ops; each one's inputs are wired to its consumers."""
+    result = graph.copy()
+    for node in g.ops_in_order(graph):
+        data = result.nodes[node]
+        if data.get(g.KIND) != g.OPERATOR or data.get(g.OP) not in LAYOUT_OPS or data.get(g.PARAMS):
+            continue
+        sources = list(result.predecessors(node))
+        for target in list(result.successors(node)):
+            edge = result.edges[node, target]
+            for source in sources:
+                if not result.has_edge(source, target):
+                    result.add_edge(source, target, **edge)
+        result.remove_node(node)
+    return result
+
+
+# --- merging nodes into groups ---------------------------------------------------------------
+
+
+def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], keep_ids: bool = False) -> nx.DiGraph:
+    """Group operator nodes by ``key`` into module nodes; inputs and outputs stay.
+
+    Group ids are module paths; a group whose module is an ancestor of another group's
+    module stands for the module's own ops and gets the id ``path:ops``. With
+    ``keep_ids`` a single-op group keeps the op's node (and id) as it is.
+    """
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+    members: dict[str, list[str]] = defaultdict(list)
+    assignment: dict[str, str] = {}
+    for node in g.ops_in_order(graph):
+        data = graph.nodes[node]
+        if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
+            assignment[node] = node
+            continue
+        group = key(node, data)
+        assignment[node] = group
+        members[group].append(node)
+
+    module_groups = {group for group, nodes in members.items() if not (keep_ids and group in nodes)}
+    renamed = {}
+    for group in module_groups:
+        if any(other != group and _is_module_ancestor(group, other) for other in module_groups):
+            renamed[group] = own_ops_id(group)
+    assignment = {node: renamed.get(group, group) for node, group in assignment.items()}
+    original_of = {new: old for old, new in renamed.items()}
+
+    result = nx.DiGraph()
+    result.graph.update(graph.graph)
+    for node in g.ops_in_order(graph):
+        group = assignment[node]
+        if group in result:
+            continue
+        data = graph.nodes[node]
+        if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or (keep_ids and len(members[group]) == 1 and group == node):
+            result.add_node(group, **data)
+            continue
+        original = original_of.get(group, group)
+        nodes = members[original]
+        result.add_node(group, **_group_attributes(graph, original, nodes, group != original, backbone))
+
+    producers: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for source, target, data in sorted(graph.edges(data=True), key=lambda e: _edge_order(graph, e)):
+        a, b = assignment[source], assignment[target]
+        if a == b:
+            continue
+        if not result.has_edge(a, b):
+            result.add_edge(a, b, **data)
+        producers[a, b].add(source)
+    for (a, b), sources in producers.items():
+        if len(sources) > 1:
+            result.edges[a, b][g.TENSORS] = len(sources)
+    return result
+
+
+def _is_module_ancestor(group: str, other: str) -> bool:
+    """Whether group (a module path or an op id) is a module strictly above ``other``."""
+    return group == "" or other.startswith(group + ".")
+
+
+def _edge_order(graph: nx.DiGraph, edge: tuple[str, str, dict[str, Any]]) -> tuple[int, int, str, str]:
+    source, target, _ = edge
+    return graph.nodes[source].get(g.ORDER, 0), graph.nodes[target].get(g.ORDER, 0), source, target
+
+
+def _group_attributes(graph: nx.DiGraph, group: str, nodes: list[str], own_ops: bool, backbone: str) -> dict[str, Any]:
+    """Attributes of the module node standing for ``nodes``."""
+    first = graph.nodes[nodes[0]]
+    is_module = group == "" or all(is_within(graph.nodes[n].get(g.MODULE, ""), group) for n in nodes)
+    module = group if is_module else first.get(g.MODULE, "")
+    info = g.module_info(graph, module)
+    module_type = info.get("type") or (first.get(g.MODULE_TYPE, "") if module == first.get(g.MODULE) else "")
+    if module == "" and not module_type:
+        module_type = graph.graph.get(g.G_MODEL_CLASS, "")
+    exit_node = _exit_node(graph, nodes)
+    param_names = [name for n in nodes for name in graph.nodes[n].get(g.PARAM_NAMES, [])]
+    attrs: dict[str, Any] = {
+        g.KIND: g.MODULE_NODE,
+        g.MODULE: module,
+        g.MODULE_TYPE: module_type,
+        g.SHAPE: graph.nodes[exit_node].get(g.SHAPE, []),
+        g.DTYPE: graph.nodes[exit_node].get(g.DTYPE, ""),
+        g.PARAMS: sum(int(graph.nodes[n].get(g.PARAMS, 0)) for n in nodes),
+        g.PARAM_NAMES: param_names,
+        g.ORDER: min(graph.nodes[n].get(g.ORDER, 0) for n in nodes),
+        g.OPS: list(dict.fromkeys(graph.nodes[n].get(g.OP, "") for n in nodes)),
+    }
+    if own_ops or not is_module:
+        attrs[g.OWN_OPS] = True
+    repeat = max(int(graph.nodes[n].get(g.REPEAT, 1)) for n in nodes)
+    if repeat > 1:
+        attrs[g.REPEAT] = repeat
+    return attrs
+
+
+def _exit_node(graph: nx.DiGraph, nodes: list[str]) -> str:
+    """The last node of a group whose output is used outside it: the group's output."""
+    inside = set(nodes)
+    leaving = [n for n in nodes if any(s not in inside for s in graph.successors(n))]
+    return max(leaving or nodes, key=lambda n: graph.nodes[n].get(g.ORDER, 0))
+
+
+# --- folding identical repeats ---------------------------------------------------------------
+
+
+def fold_repeats(graph: nx.DiGraph) -> nx.DiGraph:
+    """Fold runs of identical siblings (``encoder.layer.0`` … ``.11``) into one.
+
+    Siblings are identical when their nodes match one to one: the same ops, module
+    types, shapes and parameter counts, wired the same way. The first sibling stands
+    for the run: its module path becomes ``…layer.0-11``, its nodes carry
+    ``repeat=12`` and the parameters of all twelve. Edges between siblings disappear,
+    edges to and from the outside are kept once.
+    """
+    result = graph
+    for container in _list_containers(graph):
+        result = _fold_container(result, container)
+    return result
+
+
+def _list_containers(graph: nx.DiGraph) -> list[str]:
+    """Module paths whose children are numbered (``bert.encoder.layer``), outermost first."""
+    found = set()
+    for _, data in graph.nodes(data=True):
+        parts = data.get(g.MODULE, "").split(".")
+        for index in range(1, len(parts)):
+            if _INDEX.match(parts[index]):
+                found.add(".".join(parts[:index]))
+    return sorted(found, key=lambda p: (p.count("."), p))
+
+
+def _member_of(module: str, container: str) -> int | None:
+    if not module.startswith(container + "."):
+        return None
+    head = module[len(container) + 1 :].split(".", 1)[0]
+    return int(head) if _INDEX.match(head) else None
+
+
+def _fold_container(graph: nx.DiGraph, container: str) -> nx.DiGraph:
+    members: dict[int, list[str]] = defaultdict(list)
+    for node in g.ops_in_order(graph):
+        index = _member_of(graph.nodes[node].get(g.MODULE, ""), container)
+        if index is not None and graph.nodes[node].get(g.KIND) not in (g.INPUT, g.OUTPUT):
+            members[index].append(node)
+    signatures = {index: _signature(graph, nodes, f"{container}.{index}") for index, nodes in members.items()}
+
+    counterpart: dict[str, str] = {}  # node of a folded sibling → node of the first sibling
+    rename: dict[str, int] = {}  # first sibling's node → run length
+    run_ranges: dict[int, tuple[int, int]] = {}
+    indices = sorted(members)
+    start = 0
+    while start < len(indices):
+        end = start
+        while (
+            end + 1 < len(indices)
+            and indices[end + 1] == indices[end] + 1
+            and signatures[indices[end + 1]] == signatures[indices[start]]
+        ):
+            end += 1
+        if end > start:
+            first = indices[start]
+            run_ranges[first] = (first, indices[end])
+            for index in indices[start : end + 1]:
+                for node, rep in zip(members[index], members[first]):
+                    counterpart[node] = rep
+                    rename[rep] = end - start + 1
+        start = end + 1
+    if not run_ranges:
+        return graph
+
+    member_index = {node: index for index, nodes in members.items() for node in nodes}
+    first_of = {node: member_index[rep] for node, rep in counterpart.items()}
+    result = nx.DiGraph()
+    result.graph.update(graph.graph)
+    new_id: dict[str, str] = {}
+    params: dict[str, int] = defaultdict(int)
+    names: dict[str, list[str]] = defaultdict(list)
+    for node in counterpart:
+        params[counterpart[node]] += int(graph.nodes[node].get(g.PARAMS, 0))
+        names[counterpart[node]].extend(graph.nodes[node].get(g.PARAM_NAMES, []))
+    for node in g.ops_in_order(graph):
+        if node in counterpart and counterpart[node] != node:
+            continue
+        data = dict(graph.nodes[node])
+        if node in rename:
+            first, last = run_ranges[member_index[node]]
+            old = f"{container}.{first}"
+            new = f"{container}.{first}-{last}"
+            data[g.MODULE] = new + data[g.MODULE][len(old) :]
+            data[g.REPEAT] = int(data.get(g.REPEAT, 1)) * rename[node]
+            data[g.PARAMS] = params[node]
+            data[g.PARAM_NAMES] = names[node]
+            new_id[node] = (
+                new + node[len(old) :]
+                if node.startswith(old) and node[len(old) : len(old) + 1] in ("", ".", ":")
+                else node
+            )
+        else:
+            new_id[node] = node
+        result.add_node(new_id[node], **data)
+
+    for source, target, data in sorted(graph.edges(data=True), key=lambda e: _edge_order(graph, e)):
+        a, b = counterpart.get(source, source), counterpart.get(target, target)
+        sibling_to_sibling = (
+            source in counterpart
+            and target in counterpart
+            and first_of[source] == first_of[target]
+            and member_index[source] != member_index[target]
+        )
+        if sibling_to_sibling:
+            continue  # the fold itself stands for the chain of siblings
+        a, b = new_id[a], new_id[b]
+        if a != b and not result.has_edge(a, b):
+            result.add_edge(a, b, **data)
+    return result
+
+
+def _signature(graph: nx.DiGraph, nodes: list[str], prefix: str) -> str:
+    """A digest of a sibling's structure that ignores its index and parameter names."""
+    position = {node: index for index, node in enumerate(nodes)}
+    parts: list[Any] = []
+    for node in nodes:
+        data = graph.nodes[node]
+        module = data.get(g.MODULE, "")
+        parts.append(
+            (
+                module[len(prefix) :] if module.startswith(prefix) else module,
+                data.get(g.KIND),
+                data.get(g.OP),
+                data.get(g.MODULE_TYPE),
+                str(data.get(g.SHAPE)),
+                data.get(g.DTYPE),
+                data.get(g.PARAMS),
+                data.get(g.REPEAT, 1),
+                data.get(g.OWN_OPS, False),
+            )
+        )
+        parts.append(sorted(position[s] for s in graph.successors(node) if s in position))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def check_totals(views: Iterable[nx.DiGraph], total: int) -> None:
+    """Assert that every view still counts ``total`` parameters (a guard for renderers)."""
+    for item in views:
+        counted = g.total_params(item)
+        if counted != total:
+            raise AssertionError(f"view counts {counted} parameters, model has {total}")
