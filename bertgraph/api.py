@@ -129,7 +129,7 @@ def load(spec: ModelSpec, *, use_cache: bool = True) -> Architecture:
         cached = cache.load(spec)
         if cached is not None:
             return Architecture(cached)
-    from bertgraph.trace import trace as trace_spec
+    from bertgraph.tracing import trace as trace_spec
 
     graph = trace_spec(spec)
     if use_cache:
@@ -141,7 +141,7 @@ def trace(
     model: str = "bert-base-uncased",
     head: str = "base",
     *,
-    seq_len: int = 128,
+    seq_len: int | None = None,
     batch: int = 1,
     cache: bool = True,
     allow_pickle: bool = False,

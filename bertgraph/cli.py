@@ -80,7 +80,7 @@ def _common(parser: argparse.ArgumentParser, head: bool = True) -> None:
     sizes.add_argument("--intermediate", type=_positive, help="feed-forward size")
     sizes.add_argument("--vocab", type=_positive, help="vocabulary size")
     sizes.add_argument("--num-labels", type=_positive, help="labels of a classification head")
-    sizes.add_argument("--seq-len", type=_positive, default=128, help="example sequence length (default 128)")
+    sizes.add_argument("--seq-len", type=_positive, help="example sequence length (default 128)")
     sizes.add_argument("--batch", type=_positive, default=1, help="example batch size (default 1)")
     parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
@@ -255,7 +255,7 @@ def _parameter_stats(args: argparse.Namespace) -> dict[str, Any]:
         cached = cache.load(spec)
         if cached is not None:
             return Architecture(cached).params()
-    from bertgraph.trace import skeleton
+    from bertgraph.tracing import skeleton
 
     return Architecture(skeleton(spec)).params()
 

@@ -186,6 +186,9 @@ def write_graphml(graph: nx.DiGraph, path: str | Path) -> None:
 def read_graphml(path: str | Path) -> nx.DiGraph:
     """Read a GraphML file written by :func:`write_graphml`, lists and mappings restored."""
     graph = nx.read_graphml(str(path))
+    for key in ("node_default", "edge_default"):  # added by networkx's reader, not ours
+        if graph.graph.get(key) == {}:
+            del graph.graph[key]
     _decode(graph.graph)
     for _, data in graph.nodes(data=True):
         _decode(data)

@@ -61,6 +61,7 @@ SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MULTIPLE_CHOICE_EXAMPLE = 4
+DEFAULT_SEQ_LEN = 128
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class ModelSpec:
     config: dict[str, Any]
     head: str = "base"
     batch: int = 1
-    seq_len: int = 128
+    seq_len: int = DEFAULT_SEQ_LEN
     weights: Path | None = None
     pickle_weights: Path | None = None
     allow_pickle: bool = False
@@ -144,7 +145,7 @@ def resolve(
     *,
     overrides: dict[str, int | None] | None = None,
     batch: int = 1,
-    seq_len: int = 128,
+    seq_len: int | None = None,
     allow_pickle: bool = False,
 ) -> ModelSpec:
     """Turn a model reference into a validated :class:`ModelSpec`.
@@ -154,7 +155,8 @@ def resolve(
             a config.json path, or a hub id present in the local Hugging Face cache.
         head: one of :data:`HEADS`.
         overrides: ``{"layers": 4, "hidden": 256, ...}``; ``None`` values are ignored.
-        batch, seq_len: example input size.
+        batch, seq_len: example input size; the sequence defaults to 128, or less when the
+            model has fewer positions.
         allow_pickle: permit a pickled ``pytorch_model.bin`` checkpoint.
 
     Raises:
@@ -170,8 +172,15 @@ def resolve(
     name, source, config, config_path, directory = _locate(reference)
     weights, pickle_weights = _find_weights(directory) if directory is not None else (None, None)
     clean = {k: v for k, v in (overrides or {}).items() if v is not None}
+    for option, value in clean.items():
+        if option not in OVERRIDE_FIELDS:
+            raise ConfigError(f"unknown override {option!r}; choose from: {', '.join(OVERRIDE_FIELDS)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"--{option.replace('_', '-')} must be a positive integer, got {value!r}")
     config = apply_overrides(config, clean)
     validate_config(config, config_path or Path(name))
+    if seq_len is None:
+        seq_len = min(DEFAULT_SEQ_LEN, int(config["max_position_embeddings"]))
     _validate_example(config, batch, seq_len)
     return ModelSpec(
         reference=reference,
@@ -230,7 +239,11 @@ def _hub_snapshot(repo_id: str) -> Path | None:
     """The cached snapshot folder of a hub model, looked up without any network."""
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(repo_id, "config.json")
+    # Read the cache location now, not at import time, so HF_HUB_CACHE / HF_HOME set later count.
+    cache = os.environ.get("HF_HUB_CACHE") or (
+        os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None
+    )
+    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
     return Path(found).parent if isinstance(found, str) else None
 
 

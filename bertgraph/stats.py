@@ -219,7 +219,9 @@ def diff(a: nx.DiGraph, b: nx.DiGraph) -> dict[str, Any]:
 
     Modules are matched by their path without the backbone prefix, so ``pooler`` of a
     BertModel matches ``bert.pooler`` of a model with a head. Only the top-most added
-    or removed module of a subtree is listed.
+    or removed module of a subtree is listed; a changed module (other type, sizes or own
+    parameters) counts the parameters it holds itself, so that added − removed + changed
+    adds up to ``delta``.
     """
     ma, mb = _modules_by_display(a), _modules_by_display(b)
 
@@ -235,11 +237,13 @@ def diff(a: nx.DiGraph, b: nx.DiGraph) -> dict[str, Any]:
     for name in [n for n in mb if n in ma]:
         x, y = ma[name], mb[name]
         if (x["type"], x["sizes"], x["own"]) != (y["type"], y["sizes"], y["own"]):
+            # A changed module counts only the parameters it holds itself: its children's
+            # changes are entries of their own.
             changed.append(
                 {
                     "module": name,
-                    "a": {k: x[k] for k in ("type", "sizes", "params")},
-                    "b": {k: y[k] for k in ("type", "sizes", "params")},
+                    "a": {"type": x["type"], "sizes": x["sizes"], "params": x["own"]},
+                    "b": {"type": y["type"], "sizes": y["sizes"], "params": y["own"]},
                 }
             )
     total_a = parameter_stats(a)["total"]

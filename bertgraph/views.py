@@ -66,6 +66,7 @@ LAYOUT_OPS = frozenset(
 )
 
 _INDEX = re.compile(r"^\d+$")
+_INDEX_OR_RANGE = re.compile(r"^\d+(-\d+)?$")  # "3", or "0-11" once siblings are folded
 
 
 # --- module paths and display levels ----------------------------------------------------
@@ -89,7 +90,7 @@ def display_levels(path: str, backbone: str = "") -> tuple[str, ...]:
         prefix = ".".join(parts[: index + 1])
         if prefix == backbone:
             continue
-        if index + 1 < len(parts) and _INDEX.match(parts[index + 1]):
+        if index + 1 < len(parts) and _INDEX_OR_RANGE.match(parts[index + 1]):
             continue  # a list container: its items are the level
         levels.append(prefix)
     return tuple(levels)
@@ -175,11 +176,7 @@ def anatomy(graph: nx.DiGraph) -> nx.DiGraph:
             own[module].append(node)
     component: dict[str, str] = {}
     for module, nodes in own.items():
-        groups = [
-            sorted(members, key=lambda n: (bridged.nodes[n][g.ORDER], n))
-            for members in nx.weakly_connected_components(bridged.subgraph(nodes))
-        ]
-        merged = sorted((m for m in groups if len(m) > 1), key=lambda m: bridged.nodes[m[0]][g.ORDER])
+        merged = [piece for piece in _connected_pieces(bridged, nodes) if len(piece) > 1]
         for number, members in enumerate(merged):
             name = own_ops_id(module) if len(merged) == 1 else f"{own_ops_id(module)}.{number}"
             component.update(dict.fromkeys(members, name))
@@ -215,29 +212,36 @@ def bridge_layout_ops(graph: nx.DiGraph) -> nx.DiGraph:
 def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], keep_ids: bool = False) -> nx.DiGraph:
     """Group operator nodes by ``key`` into module nodes; inputs and outputs stay.
 
-    Group ids are module paths; a group whose module is an ancestor of another group's
-    module stands for the module's own ops and gets the id ``path:ops``. With
-    ``keep_ids`` a single-op group keeps the op's node (and id) as it is.
+    Group ids are module paths. A group whose module is an ancestor of another group's
+    module stands for the module's own ops; those become ``path:ops`` nodes, one per
+    connected piece (``path:ops.1``, …), because ops that do not feed each other are
+    separate steps (the position-id slice and the embedding sum). With ``keep_ids`` a
+    group made of one op whose key is that op's id keeps the op node as it is.
     """
     backbone = graph.graph.get(g.G_BACKBONE, "")
-    members: dict[str, list[str]] = defaultdict(list)
+    groups: dict[str, list[str]] = defaultdict(list)
     assignment: dict[str, str] = {}
     for node in g.ops_in_order(graph):
         data = graph.nodes[node]
         if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
             assignment[node] = node
             continue
-        group = key(node, data)
-        assignment[node] = group
-        members[group].append(node)
+        assignment[node] = key(node, data)
+        groups[assignment[node]].append(node)
 
-    module_groups = {group for group, nodes in members.items() if not (keep_ids and group in nodes)}
-    renamed = {}
-    for group in module_groups:
-        if any(other != group and _is_module_ancestor(group, other) for other in module_groups):
-            renamed[group] = own_ops_id(group)
-    assignment = {node: renamed.get(group, group) for node, group in assignment.items()}
-    original_of = {new: old for old, new in renamed.items()}
+    module_keys = {k for k, nodes in groups.items() if not (keep_ids and k in nodes)}
+    own_keys = {k for k in module_keys if any(o != k and _is_module_ancestor(k, o) for o in module_keys)}
+    members: dict[str, list[str]] = {}
+    module_of: dict[str, str] = {}
+    for group_key, nodes in groups.items():
+        if group_key not in own_keys:
+            members[group_key] = nodes
+            continue
+        for number, piece in enumerate(_connected_pieces(graph, nodes)):
+            piece_id = own_ops_id(group_key) + (f".{number}" if number else "")
+            members[piece_id] = piece
+            module_of[piece_id] = group_key
+            assignment.update(dict.fromkeys(piece, piece_id))
 
     result = nx.DiGraph()
     result.graph.update(graph.graph)
@@ -246,12 +250,12 @@ def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], ke
         if group in result:
             continue
         data = graph.nodes[node]
-        if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or (keep_ids and len(members[group]) == 1 and group == node):
+        if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or (keep_ids and members[group] == [node] and group == node):
             result.add_node(group, **data)
             continue
-        original = original_of.get(group, group)
-        nodes = members[original]
-        result.add_node(group, **_group_attributes(graph, original, nodes, group != original, backbone))
+        own = group in module_of
+        attrs = _group_attributes(graph, module_of.get(group, group), members[group], own, backbone)
+        result.add_node(group, **attrs)
 
     producers: dict[tuple[str, str], set[str]] = defaultdict(set)
     for source, target, data in sorted(graph.edges(data=True), key=lambda e: _edge_order(graph, e)):
@@ -265,6 +269,15 @@ def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], ke
         if len(sources) > 1:
             result.edges[a, b][g.TENSORS] = len(sources)
     return result
+
+
+def _connected_pieces(graph: nx.DiGraph, nodes: list[str]) -> list[list[str]]:
+    """``nodes`` split into weakly connected pieces, each and all in execution order."""
+    pieces = [
+        sorted(piece, key=lambda n: (graph.nodes[n].get(g.ORDER, 0), n))
+        for piece in nx.weakly_connected_components(graph.subgraph(nodes))
+    ]
+    return sorted(pieces, key=lambda piece: (graph.nodes[piece[0]].get(g.ORDER, 0), piece[0]))
 
 
 def _is_module_ancestor(group: str, other: str) -> bool:

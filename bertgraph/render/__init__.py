@@ -2,5 +2,104 @@
 
 Every module has ``generate_*`` functions that return text (or yield lines) and
 ``write_*`` functions that write them. Escaping for a format lives in
-:mod:`bertgraph.render.escape`.
+:mod:`bertgraph.render.escape`; what a diagram shows is decided once, in
+:mod:`bertgraph.render.diagram`.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bertgraph.errors import BertgraphError, RenderError
+
+if TYPE_CHECKING:
+    from bertgraph.api import Architecture
+
+SUFFIX_FORMATS = {
+    ".svg": "svg",
+    ".png": "png",
+    ".pdf": "pdf",
+    ".dot": "dot",
+    ".gv": "dot",
+    ".mmd": "mermaid",
+    ".mermaid": "mermaid",
+    ".md": "mermaid",
+    ".graphml": "graphml",
+    ".json": "json",
+}
+PNG_DPI = 144
+
+
+def diagram_format(path: Path, requested: str | None) -> str:
+    """The format to write ``path`` in: as requested, else from its suffix; they must agree.
+
+    >>> diagram_format(Path("bert.svg"), None), diagram_format(Path("a.md"), "mermaid")
+    ('svg', 'mermaid')
+    """
+    implied = SUFFIX_FORMATS.get(path.suffix.lower())
+    if requested is None:
+        if implied is None:
+            raise BertgraphError(
+                f"cannot tell the format of {path.name}; use a suffix such as .svg .png .pdf .dot .mmd .md "
+                "or pass --format"
+            )
+        return implied
+    if implied is not None and implied != requested:
+        raise BertgraphError(
+            f"--format {requested} does not match the file name {path.name}; "
+            f"use a .{'mmd' if requested == 'mermaid' else requested} name or drop --format"
+        )
+    return requested
+
+
+def write_diagram(
+    arch: Architecture,
+    path: Path,
+    *,
+    depth: int = 2,
+    fold: bool = True,
+    theme: str = "light",
+    compare: Architecture | None = None,
+    fmt: str | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Path:
+    """Write a diagram of ``arch`` to ``path`` in one step (nothing is left behind on failure).
+
+    When Graphviz is missing for an image format, the DOT source is written beside
+    ``path`` (same name, ``.dot``) before the error is raised, so no work is lost.
+    """
+    from bertgraph.files import write_atomic
+
+    fmt = diagram_format(path, fmt)
+    options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare.graph if compare else None}
+    if fmt == "mermaid":
+        from bertgraph.render import mermaid
+
+        result = mermaid.generate_mermaid(arch.graph, depth=depth, **options)
+        for note in result.notes:
+            if warn:
+                warn(note)
+        text = mermaid.fenced(result.text) if path.suffix.lower() == ".md" else result.text
+        return write_atomic(path, text)
+    if fmt in ("graphml", "json"):
+        from bertgraph import graph as g
+
+        data = arch.view(depth, fold=fold)
+        text = "".join(g.generate_json(data)) if fmt == "json" else "\n".join(g.generate_graphml(data)) + "\n"
+        return write_atomic(path, text)
+    from bertgraph.render import dot, graphviz_run
+
+    source = dot.generate_dot(arch.graph, depth=depth, dpi=PNG_DPI if fmt == "png" else None, **options)
+    if fmt == "dot":
+        return write_atomic(path, source)
+    try:
+        image = graphviz_run.render(source, fmt)
+    except RenderError as error:
+        if str(error) == graphviz_run.INSTALL_HINT:
+            fallback = path.with_suffix(".dot")
+            write_atomic(fallback, dot.generate_dot(arch.graph, depth=depth, **options))
+            raise RenderError(f"{error}; wrote the DOT source to {fallback} instead") from error
+        raise
+    return write_atomic(path, image)

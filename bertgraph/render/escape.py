@@ -112,8 +112,8 @@ def mermaid_text(text: str) -> str:
 
     >>> mermaid_text('say "hi" <b>#1</b> & `x`')
     'say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt; #amp; #96;x#96;'
-    >>> mermaid_text("a\\nb"), mermaid_text("end | [x] {y}")
-    ('a<br/>b', 'end #124; #91;x#93; #123;y#125;')
+    >>> mermaid_text("a\\nb"), mermaid_text("end | [x] {y}"), mermaid_text("style:#")
+    ('a<br/>b', 'end #124; #91;x#93; #123;y#125;', 'style#58;#35;')
     """
     out = []
     for char in text.replace("\r", ""):
@@ -139,7 +139,21 @@ _MERMAID_ENTITIES = {
     "{": "#123;",
     "}": "#125;",
     ";": "#59;",
+    # Mermaid drops the last ";" of a line that has "style"/"classDef" then ":" then "#": with
+    # no raw ":" in a label, a module named "style" cannot trigger that.
+    ":": "#58;",
 }
+
+
+def mermaid_front_matter(text: str) -> str:
+    """A value in Mermaid's YAML front matter (``title: ...``): a JSON string is valid YAML.
+
+    >>> print(mermaid_front_matter('bert "base": #1'))
+    "bert \\"base\\": #1"
+    """
+    import json
+
+    return json.dumps(text.replace("\r", "").replace("\n", " "), ensure_ascii=False)
 
 
 # --- Markdown ----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bertgraph.render import numbers
+from bertgraph.render import figures
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.render.text import module_label
 
@@ -25,9 +25,9 @@ def code(text: str) -> str:
 
 def generate_param_groups(stats: dict[str, Any]) -> Iterable[str]:
     total = stats["total"]
-    rows = [[md(name), numbers.count(n), numbers.percent(n, total)] for name, n in stats["groups"].items()]
-    rows.append(["**total**", f"**{numbers.count(total)}**", "**100.00%**"])
-    rows.append(["trainable", numbers.count(stats["trainable"]), numbers.percent(stats["trainable"], total)])
+    rows = [[md(name), figures.count(n), figures.percent(n, total)] for name, n in stats["groups"].items()]
+    rows.append(["**total**", f"**{figures.count(total)}**", "**100.00%**"])
+    rows.append(["trainable", figures.count(stats["trainable"]), figures.percent(stats["trainable"], total)])
     yield from table(["Group", "Parameters", "Share"], rows, [False, True, True])
 
 
@@ -37,8 +37,8 @@ def generate_param_rows(stats: dict[str, Any]) -> Iterable[str]:
         (
             [
                 md(p["name"]),
-                code(numbers.shape(p["shape"])),
-                numbers.count(p["numel"]),
+                code(figures.shape(p["shape"])),
+                figures.count(p["numel"]),
                 "yes" if p["trainable"] else "no",
             ]
             for p in stats["parameters"]
@@ -61,16 +61,16 @@ def generate_summary_table(summary: dict[str, Any]) -> Iterable[str]:
     rows = []
     for row in summary["rows"]:
         indent = "&nbsp;&nbsp;" * row["level"]
-        params = numbers.count(row["params"])
+        params = figures.count(row["params"])
         if row.get("repeat", 1) > 1:
-            params += f" ({row['repeat']} × {numbers.count(row['each'])})"
+            params += f" ({row['repeat']} × {figures.count(row['each'])})"
         rows.append(
             [
                 indent + md(module_label(row)),
                 md(row["sizes"]),
-                code(numbers.shapes(row["shapes"])) if row["shapes"] else "—",
+                code(figures.shapes(row["shapes"])) if row["shapes"] else "—",
                 params,
-                numbers.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
+                figures.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
             ]
         )
     yield from table(
@@ -89,11 +89,11 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
 
 def generate_diff_table(diff: dict[str, Any]) -> Iterable[str]:
     rows = [
-        ["added", md(m["module"]), md(m["type"]), md(m["sizes"]), f"+{numbers.count(m['params'])}"]
+        ["added", md(m["module"]), md(m["type"]), md(m["sizes"]), f"+{figures.count(m['params'])}"]
         for m in diff["added"]
     ]
     rows += [
-        ["removed", md(m["module"]), md(m["type"]), md(m["sizes"]), f"-{numbers.count(m['params'])}"]
+        ["removed", md(m["module"]), md(m["type"]), md(m["sizes"]), f"-{figures.count(m['params'])}"]
         for m in diff["removed"]
     ]
     for m in diff["changed"]:
@@ -119,6 +119,6 @@ def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
     yield from generate_diff_table(diff)
     yield ""
     yield (
-        f"{md(a['model_class'])}: {numbers.count(a['total'])} parameters → {md(b['model_class'])}: "
-        f"{numbers.count(b['total'])} parameters (**{diff['delta']:+,}**)."
+        f"{md(a['model_class'])}: {figures.count(a['total'])} parameters → {md(b['model_class'])}: "
+        f"{figures.count(b['total'])} parameters (**{diff['delta']:+,}**)."
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bertgraph.render import numbers
+from bertgraph.render import figures
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[bool]) -> Iterable[str]:
@@ -34,16 +34,16 @@ def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     yield from table(
         ["Parameter", "Shape", "Count", "Trainable"],
         (
-            [p["name"], numbers.shape(p["shape"]), numbers.count(p["numel"]), "yes" if p["trainable"] else "no"]
+            [p["name"], figures.shape(p["shape"]), figures.count(p["numel"]), "yes" if p["trainable"] else "no"]
             for p in stats["parameters"]
         ),
         [False, False, True, False],
     )
     yield ""
     total = stats["total"]
-    rows = [[name, numbers.count(n), numbers.percent(n, total)] for name, n in stats["groups"].items()]
-    rows.append(["total", numbers.count(total), numbers.percent(total, total)])
-    rows.append(["trainable", numbers.count(stats["trainable"]), numbers.percent(stats["trainable"], total)])
+    rows = [[name, figures.count(n), figures.percent(n, total)] for name, n in stats["groups"].items()]
+    rows.append(["total", figures.count(total), figures.percent(total, total)])
+    rows.append(["trainable", figures.count(stats["trainable"]), figures.percent(stats["trainable"], total)])
     yield from table(["Group", "Parameters", "Share"], rows, [False, True, True])
     yield ""
     yield f"{len(stats['parameters'])} parameter tensors"
@@ -92,16 +92,16 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield ""
     body = []
     for index, row in enumerate(rows):
-        params = numbers.count(row["params"])
+        params = figures.count(row["params"])
         if row.get("repeat", 1) > 1:
-            params = f"{params} ({row['repeat']} × {numbers.count(row['each'])})"
+            params = f"{params} ({row['repeat']} × {figures.count(row['each'])})"
         body.append(
             [
                 _tree_prefix(rows, index) + module_label(row),
                 row["sizes"],
-                numbers.shapes(row["shapes"]),
+                figures.shapes(row["shapes"]),
                 params,
-                numbers.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
+                figures.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
             ]
         )
     yield from table(
@@ -109,8 +109,8 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     )
     yield ""
     yield (
-        f"total {numbers.count(summary['total'])} parameters, "
-        f"trainable {numbers.count(summary['trainable'])}; rows inside a folded group count one instance"
+        f"total {figures.count(summary['total'])} parameters, "
+        f"trainable {figures.count(summary['trainable'])}; rows inside a folded group count one instance"
     )
 
 
@@ -118,12 +118,12 @@ def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
     """What a head adds and removes, with parameter deltas."""
     a, b = diff["a"], diff["b"]
     yield (
-        f"{a['model']}: {a['head']} ({a['model_class']}, {numbers.count(a['total'])} parameters) → "
-        f"{b['head']} ({b['model_class']}, {numbers.count(b['total'])} parameters)"
+        f"{a['model']}: {a['head']} ({a['model_class']}, {figures.count(a['total'])} parameters) → "
+        f"{b['head']} ({b['model_class']}, {figures.count(b['total'])} parameters)"
     )
     yield ""
-    rows = [["+", m["module"], m["type"], m["sizes"], f"+{numbers.count(m['params'])}"] for m in diff["added"]]
-    rows += [["-", m["module"], m["type"], m["sizes"], f"-{numbers.count(m['params'])}"] for m in diff["removed"]]
+    rows = [["+", m["module"], m["type"], m["sizes"], f"+{figures.count(m['params'])}"] for m in diff["added"]]
+    rows += [["-", m["module"], m["type"], m["sizes"], f"-{figures.count(m['params'])}"] for m in diff["removed"]]
     for m in diff["changed"]:
         delta = m["b"]["params"] - m["a"]["params"]
         rows.append(
@@ -140,7 +140,7 @@ def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
     else:
         yield "no module differs"
     yield ""
-    outs_a = ", ".join(f"{o['name']} {numbers.shape(o['shape'])}" for o in a["outputs"])
-    outs_b = ", ".join(f"{o['name']} {numbers.shape(o['shape'])}" for o in b["outputs"])
+    outs_a = ", ".join(f"{o['name']} {figures.shape(o['shape'])}" for o in a["outputs"])
+    outs_b = ", ".join(f"{o['name']} {figures.shape(o['shape'])}" for o in b["outputs"])
     yield f"outputs: {outs_a} → {outs_b}"
     yield f"net change: {diff['delta']:+,} parameters"

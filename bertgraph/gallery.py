@@ -1,0 +1,62 @@
+"""The example gallery in ``outputs/``: diagrams, Mermaid, tables and a report of one model.
+
+``bertgraph gallery`` regenerates every file; outputs are byte-for-byte deterministic,
+so a stale gallery shows up as a diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from bertgraph.api import Architecture, load
+from bertgraph.errors import BertgraphError
+from bertgraph.files import write_atomic
+from bertgraph.load import resolve
+from bertgraph.render import mermaid, report, text, write_diagram
+
+DEPTHS = (1, 2, 3)
+
+
+def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str:
+    lines = [f"# {arch.name} · {arch.model_class} as Mermaid", ""]
+    lines.append("Each block below renders on GitHub; copy one into your own Markdown.")
+    for depth in DEPTHS:
+        result = mermaid.generate_mermaid(arch.graph, depth=depth)
+        for note in result.notes:
+            if warn:
+                warn(note)
+        lines += ["", f"## Depth {result.depth}", "", mermaid.fenced(result.text).rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def build_gallery(
+    folder: Path,
+    model: str = "bert-base-uncased",
+    head: str = "sequence-classification",
+    use_cache: bool = True,
+    warn: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Write the gallery into ``folder`` and return the files written, in order."""
+    if folder.exists() and not folder.is_dir():
+        raise BertgraphError(f"{folder} is a file; give a folder for the gallery")
+    folder.mkdir(parents=True, exist_ok=True)
+    arch = load(resolve(model, head), use_cache=use_cache)
+    base = load(resolve(model, "base"), use_cache=use_cache) if head != "base" else arch
+    written: list[Path] = []
+    for depth in DEPTHS:
+        for suffix in (".svg", ".png"):
+            path = folder / f"bert-depth{depth}{suffix}"
+            written.append(write_diagram(arch, path, depth=depth, warn=warn))
+    written.append(write_diagram(arch, folder / "bert-dark.svg", depth=2, theme="dark", warn=warn))
+    if head != "base":
+        for suffix in (".svg", ".png"):
+            written.append(write_diagram(base, folder / f"bert-compare{suffix}", depth=2, compare=arch, warn=warn))
+    written.append(write_atomic(folder / "bert-mermaid.md", _mermaid_page(arch, warn)))
+    written.append(write_atomic(folder / "summary.txt", "\n".join(text.generate_summary(arch.summary())) + "\n"))
+    written.append(write_atomic(folder / "params.txt", "\n".join(text.generate_params(base.params())) + "\n"))
+    report_text = report.generate_report(
+        arch, base=base if head != "base" else None, depth=2, svg_name="bert-depth2.svg", warn=warn
+    )
+    written.append(write_atomic(folder / "report.md", report_text))
+    return written

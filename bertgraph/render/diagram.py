@@ -1,0 +1,409 @@
+"""What a diagram shows, decided once for every format.
+
+:func:`build_diagram` turns a view of the graph into plain records — nodes with their
+label lines, edges with shapes, nested clusters, rank hints, the legend's kinds — and
+the DOT and Mermaid writers only serialise them. So both formats show the same
+content and the same highlighting.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from bertgraph import graph as g
+from bertgraph import stats
+from bertgraph.render import figures
+from bertgraph.render.style import KIND_NAMES, node_kind
+from bertgraph.views import display_levels, display_name, in_backbone, is_within, view
+
+BACKBONE = "backbone"
+HEAD = "head"
+_FOLDED = re.compile(r"\.(\d+)-(\d+)(?=\.|:|$)")
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    title: str
+    lines: tuple[str, ...]
+    tooltip: str
+    kind: str
+    shape: str  # "module", "op" or "io"
+    highlight: bool = False
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    label: str
+    style: str = "data"  # "data", "residual" or "mask"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    id: str
+    title: str
+    parent: str | None
+    role: str  # "backbone", "head", "module" or "variant"
+    highlight: bool = False
+
+
+@dataclass
+class Diagram:
+    title: str
+    subtitle: str
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
+    membership: dict[str, str | None] = field(default_factory=dict)  # node id → innermost cluster id
+    same_rank: list[tuple[str, ...]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    compare: bool = False
+
+
+def lookup_path(path: str) -> str:
+    """The module-table path of a possibly folded path (``layer.0-11.x`` → ``layer.0.x``).
+
+    >>> lookup_path("bert.encoder.layer.0-11.attention")
+    'bert.encoder.layer.0.attention'
+    """
+    return _FOLDED.sub(lambda m: f".{m.group(1)}", path)
+
+
+def folded_here(path: str) -> bool:
+    """Whether the last component of ``path`` is a folded range (``layer.0-11``).
+
+    >>> folded_here("bert.encoder.layer.0-11"), folded_here("bert.encoder.layer.0-11.attention")
+    (True, False)
+    """
+    return bool(re.search(r"\.\d+-\d+$", path))
+
+
+def repeat_of(path: str) -> int:
+    """How many siblings a folded path stands for (1 when not folded).
+
+    >>> repeat_of("bert.encoder.layer.0-11"), repeat_of("bert.pooler")
+    (12, 1)
+    """
+    count = 1
+    for match in _FOLDED.finditer(path):
+        count *= int(match.group(2)) - int(match.group(1)) + 1
+    return count
+
+
+# --- labels -----------------------------------------------------------------------------
+
+
+_OP_TITLES = {
+    "scaled_dot_product_attention": "scaled dot-product attention",
+    "layer_norm": "layer norm",
+    "embedding": "embedding lookup",
+    "linear": "linear",
+    "gelu": "GELU",
+    "tanh": "tanh",
+    "select": "select [CLS]",
+    "split": "split",
+    "add": "add",
+}
+
+
+def _params_line(params: int, repeat: int) -> str:
+    if not params:
+        return "no parameters"
+    if repeat > 1:
+        return f"{figures.short(params // repeat)} params each · {figures.short(params)} in all"
+    return f"{figures.count(params) if params < 10_000 else figures.short(params)} params"
+
+
+_DESCRIPTIVE_TITLES = frozenset(
+    {
+        "scaled dot-product attention",
+        "attention mask",
+        "sum of embeddings",
+        "add",
+        "add (residual)",
+        "select [CLS]",
+        "position ids",
+    }
+)
+
+
+def _own_ops_title(data: dict[str, Any]) -> str:
+    """A name for the computation a module does itself, from the ops it runs."""
+    ops = [op for op in data.get(g.OPS, []) if op]
+    module_type = data.get(g.MODULE_TYPE, "")
+    if "scaled_dot_product_attention" in ops:
+        return "scaled dot-product attention"
+    if module_type == "BertModel" or {"index", "expand", "ge", "new_ones"} & set(ops):
+        return "attention mask"
+    if ops == ["add"] and module_type == "BertEmbeddings":
+        return "sum of embeddings"
+    if ops == ["add"]:
+        return "add"
+    if ops == ["select"]:
+        return "select [CLS]"
+    if ops and set(ops) <= {"slice"}:
+        return "position ids"
+    return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
+
+
+class _Labeller:
+    """Titles, label lines and tooltips for the nodes of one view."""
+
+    def __init__(self, graph: nx.DiGraph, shown: nx.DiGraph) -> None:
+        self.graph = graph
+        self.shown = shown
+        self.backbone = graph.graph.get(g.G_BACKBONE, "")
+        self.modules = stats.module_table(graph)
+
+    def info(self, path: str) -> dict[str, Any]:
+        return dict(self.modules.get(lookup_path(path), {}))
+
+    def short_name(self, path: str) -> str:
+        """The module's name within its parent level (``query``, ``layer.0-11``)."""
+        levels = display_levels(path, self.backbone)
+        if not levels:
+            return self.graph.graph.get(g.G_MODEL_CLASS, "model") if not path else display_name(path, self.backbone)
+        parent = display_name(levels[-2], self.backbone) if len(levels) > 1 else ""
+        name = display_name(path, self.backbone)
+        return name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
+
+    def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
+        kind = node_kind(data, self.backbone)
+        shape_text = figures.shape(data.get(g.SHAPE, []))
+        repeat = int(data.get(g.REPEAT, 1))
+        params = int(data.get(g.PARAMS, 0))
+        module = data.get(g.MODULE, "")
+        is_fold_root = data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and folded_here(module)
+        fold_note = ""
+        if repeat > 1 and not is_fold_root:
+            # Inside a folded layer the cluster says "× 12"; a node shows one instance.
+            fold_note = f"\none instance of {repeat} folded layers ({figures.count(params)} parameters in all)"
+            params, repeat = params // repeat, 1
+        if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
+            role = "input" if data.get(g.KIND) == g.INPUT else "output"
+            return Node(
+                node_id,
+                node_id,
+                (f"{shape_text} {data.get(g.DTYPE, '')}".strip(),),
+                f"{role} {node_id}: {shape_text} {data.get(g.DTYPE, '')}",
+                kind,
+                "io",
+            )
+        if data.get(g.KIND) == g.OPERATOR:
+            title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
+            if residual_target and data.get(g.OP) == "add":
+                title = "add (residual)"
+            lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
+            tooltip = f"{data.get(g.TARGET, data.get(g.OP, ''))} in {display_name(module, self.backbone) or 'model'}"
+            tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
+            if params:
+                tooltip += f"\n{figures.count(params)} parameters: {', '.join(data.get(g.PARAM_NAMES, [])[:4])}"
+            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
+        if data.get(g.OWN_OPS):
+            ops = [o for o in data.get(g.OPS, []) if o]
+            title = _own_ops_title(data)
+            if residual_target and title == "add":
+                title = "add (residual)"
+            lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
+            tooltip = (
+                f"operations of {display_name(module, self.backbone) or 'the model'} "
+                f"({data.get(g.MODULE_TYPE, '')}): {', '.join(ops)}\noutput {shape_text}"
+            )
+            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
+        info = self.info(module)
+        module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
+        type_line = module_type + (f" × {repeat}" if repeat > 1 else "")
+        if info.get("sizes") and info.get("type") not in ("ModuleList",):
+            type_line += f"  {info['sizes']}"
+        lines = (type_line, _params_line(params, repeat), shape_text)
+        tooltip = f"{display_name(module, self.backbone) or 'model'} ({module_type})"
+        if repeat > 1:
+            tooltip += f"\n{repeat} identical layers folded into one"
+            tooltip += f"\n{figures.count(params // repeat)} parameters each, {figures.count(params)} in all"
+        else:
+            tooltip += f"\n{figures.count(params)} parameters"
+        tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
+        return Node(node_id, self.short_name(module), lines, tooltip + fold_note, kind, "module")
+
+    def cluster_title(self, path: str, params: int) -> str:
+        info = self.info(path)
+        repeat = repeat_of(path)
+        title = f"{self.short_name(path)} · {info.get('type', '')}"
+        if folded_here(path):
+            title += f" × {repeat} · {figures.short(params // repeat)} params each"
+        elif params:
+            title += f" · {figures.short(params // repeat)} params"
+        return title
+
+
+# --- building -----------------------------------------------------------------------------
+
+
+def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
+    """An edge into an add whose source lives outside the add's module: a skip connection."""
+    data = shown.nodes[target]
+    is_add = data.get(g.OP) == "add" or (data.get(g.OWN_OPS) and [o for o in data.get(g.OPS, []) if o] == ["add"])
+    if not is_add or shown.nodes[source].get(g.KIND) == g.INPUT:
+        return False
+    if data.get(g.MODULE_TYPE) == "BertEmbeddings":
+        return False
+    return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
+
+
+def _cluster_chain(data: dict[str, Any], backbone: str) -> list[str]:
+    """Module paths of the clusters a view node sits in, outermost first."""
+    module = data.get(g.MODULE, "")
+    levels = list(display_levels(module, backbone))
+    if data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS):
+        levels = levels[:-1]
+    return levels
+
+
+def build_diagram(
+    graph: nx.DiGraph, depth: int = 2, fold: bool = True, prefix: str = "", changed: set[str] | None = None
+) -> Diagram:
+    """The diagram of ``graph`` at ``depth``.
+
+    ``prefix`` namespaces ids (for side-by-side comparisons); ``changed`` lists display
+    paths of modules that differ from the compared model, which are highlighted.
+    """
+    shown = view(graph, depth, fold=fold)
+    labeller = _Labeller(graph, shown)
+    backbone = labeller.backbone
+    order = g.ops_in_order(shown)
+    total = stats.parameter_stats(graph)["total"]
+    example = ", ".join(f"{k}={v}" for k, v in graph.graph.get(g.G_EXAMPLE, {}).items())
+    diagram = Diagram(
+        title=f"{graph.graph.get(g.G_NAME, '')} · {graph.graph.get(g.G_MODEL_CLASS, '')} · "
+        f"{figures.count(total)} parameters",
+        subtitle=f"head: {graph.graph.get(g.G_HEAD, '')} · depth {depth} · "
+        f"{'repeats folded' if fold else 'every layer drawn'} · example input {example}",
+    )
+    residual_targets = {t for s, t in shown.edges if _is_residual(shown, s, t)}
+    has_head = bool(backbone)
+    cluster_params: dict[str, int] = {}
+    clusters: dict[str, Cluster] = {}
+
+    def cluster_id(key: str) -> str:
+        return f"{prefix}{key}"
+
+    def ensure_top(role: str) -> str:
+        key = cluster_id(role)
+        if key not in clusters:
+            clusters[key] = Cluster(key, "", cluster_id("variant") if prefix else None, role)
+        return key
+
+    for node_id in order:
+        data = shown.nodes[node_id]
+        module = data.get(g.MODULE, "")
+        highlight_node = False
+        if changed is not None:
+            shown_path = display_name(module, backbone)
+            highlight_node = data.get(g.KIND) not in (g.INPUT, g.OUTPUT) and any(
+                is_within(lookup_path(shown_path), c) for c in changed
+            )
+        elif has_head and data.get(g.KIND) not in (g.INPUT, g.OUTPUT):
+            highlight_node = not in_backbone(module, backbone)
+        node = labeller.node(node_id, data, node_id in residual_targets)
+        node = Node(f"{prefix}{node.id}", node.title, node.lines, node.tooltip, node.kind, node.shape, highlight_node)
+        diagram.nodes.append(node)
+        if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or depth == 0:
+            diagram.membership[node.id] = cluster_id("variant") if prefix else None
+            continue
+        parent = ensure_top(HEAD if has_head and not in_backbone(module, backbone) else BACKBONE)
+        cluster_params[parent] = cluster_params.get(parent, 0) + int(data.get(g.PARAMS, 0))
+        for path in _cluster_chain(data, backbone):
+            key = cluster_id(path)
+            cluster_params[key] = cluster_params.get(key, 0) + int(data.get(g.PARAMS, 0))
+            if key not in clusters:
+                shown_path = display_name(path, backbone)
+                marked = changed is not None and any(is_within(lookup_path(shown_path), c) for c in changed)
+                clusters[key] = Cluster(key, "", parent, "module", marked)
+            parent = key
+        diagram.membership[node.id] = parent
+
+    model_class = graph.graph.get(g.G_MODEL_CLASS, "")
+    backbone_type = stats.module_table(graph).get(backbone, {}).get("type", model_class) if backbone else model_class
+    for key, cluster in clusters.items():
+        params = cluster_params.get(key, 0)
+        if cluster.role == BACKBONE:
+            name = f"{backbone}: {backbone_type}" if backbone else backbone_type
+            title = f"encoder-only backbone · {name} · {figures.short(params)} params"
+        elif cluster.role == HEAD:
+            title = f"task head · {graph.graph.get(g.G_HEAD, '')} · {_params_line(params, 1)}"
+        else:
+            title = labeller.cluster_title(key[len(prefix) :], params)
+        diagram.clusters.append(
+            Cluster(
+                key,
+                title,
+                cluster.parent,
+                cluster.role,
+                cluster.highlight or (cluster.role == HEAD and changed is None),
+            )
+        )
+
+    position = {node_id: index for index, node_id in enumerate(order)}
+    for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
+        label = figures.shape(data.get(g.SHAPE, []))
+        if int(data.get(g.TENSORS, 1)) > 1:
+            label += f" ×{data[g.TENSORS]}"
+        style = "residual" if _is_residual(shown, source, target) else "mask" if data.get(g.DTYPE) == "bool" else "data"
+        diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
+
+    if has_head and depth > 0:
+        for source, target in shown.edges:
+            a, b = shown.nodes[source], shown.nodes[target]
+            if (
+                a.get(g.KIND) not in (g.INPUT, g.OUTPUT)
+                and b.get(g.KIND) not in (g.INPUT, g.OUTPUT)
+                and in_backbone(a.get(g.MODULE, ""), backbone)
+                and not in_backbone(b.get(g.MODULE, ""), backbone)
+            ):
+                diagram.same_rank.append((f"{prefix}{source}", f"{prefix}{target}"))
+    present = {node.kind for node in diagram.nodes}
+    diagram.kinds = [kind for kind in KIND_NAMES if kind in present]
+    return diagram
+
+
+def build_comparison(first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold: bool = True) -> Diagram:
+    """Two variants side by side; modules only one of them has are highlighted."""
+    difference = stats.diff(first, second)
+    only_first = {m["module"] for m in difference["removed"]} | {m["module"] for m in difference["changed"]}
+    only_second = {m["module"] for m in difference["added"]} | {m["module"] for m in difference["changed"]}
+    left = build_diagram(first, depth, fold, prefix="a:", changed=only_first)
+    right = build_diagram(second, depth, fold, prefix="b:", changed=only_second)
+    name = first.graph.get(g.G_NAME, "")
+    combined = Diagram(
+        title=f"{name} · {first.graph.get(g.G_HEAD, '')} vs {second.graph.get(g.G_HEAD, '')}",
+        subtitle=f"shared backbone drawn alike; what differs is highlighted · depth {depth} · "
+        f"{'repeats folded' if fold else 'every layer drawn'} · parameters {difference['delta']:+,}",
+        compare=True,
+    )
+    for side, graph, diagram in (("a:", first, left), ("b:", second, right)):
+        total = stats.parameter_stats(graph)["total"]
+        combined.clusters.append(
+            Cluster(
+                f"{side}variant",
+                f"{graph.graph.get(g.G_HEAD, '')} · {graph.graph.get(g.G_MODEL_CLASS, '')} · {figures.count(total)} params",
+                None,
+                "variant",
+            )
+        )
+        combined.nodes += diagram.nodes
+        combined.edges += diagram.edges
+        combined.clusters += diagram.clusters
+        combined.membership.update(diagram.membership)
+        combined.same_rank += diagram.same_rank
+    inputs = [n.id for n in combined.nodes if n.shape == "io" and n.id.endswith(":input_ids")]
+    if len(inputs) == 2:
+        combined.same_rank.append(tuple(inputs))
+    present = {node.kind for node in combined.nodes}
+    combined.kinds = [kind for kind in KIND_NAMES if kind in present]
+    return combined

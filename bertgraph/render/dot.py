@@ -1,0 +1,191 @@
+"""Graphviz DOT for a :class:`~bertgraph.render.diagram.Diagram`.
+
+Labels are HTML-like (bold names, small grey detail lines); every piece of text goes
+through :func:`~bertgraph.render.escape.dot_html` or
+:func:`~bertgraph.render.escape.dot_string`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from bertgraph.files import write_atomic
+from bertgraph.render import style
+from bertgraph.render.diagram import Cluster, Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.escape import dot_html, dot_string
+
+FONT = "Helvetica,Arial,sans-serif"
+
+
+def _attrs(**values: str | float | int) -> str:
+    """``[key=value, ...]``; values that start with ``<`` are HTML labels, kept as they are."""
+    parts = []
+    for key, value in values.items():
+        text = str(value)
+        parts.append(f"{key}={text}" if text.startswith("<") and text.endswith(">") else f"{key}={dot_string(text)}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _node_label(node: Node, colours: dict[str, Any]) -> str:
+    lines = [f"<b>{dot_html(node.title)}</b>"]
+    lines += [f'<font point-size="9" color="{colours["muted"]}">{dot_html(line)}</font>' for line in node.lines]
+    return "<" + "<br/>".join(lines) + ">"
+
+
+def _cluster_label(cluster: Cluster) -> str:
+    return (
+        f"<<b>{dot_html(cluster.title)}</b>>"
+        if cluster.role in ("backbone", "head", "variant")
+        else (f"<{dot_html(cluster.title)}>")
+    )
+
+
+def _node_line(node: Node, colours: dict[str, Any]) -> str:
+    palette = colours["kinds"][node.kind]
+    attrs: dict[str, str | float] = {
+        "label": _node_label(node, colours),
+        "tooltip": node.tooltip,
+        "fillcolor": palette.fill,
+        "color": palette.border,
+        "fontcolor": palette.text,
+    }
+    if node.shape == "op":
+        attrs["style"] = "filled"
+        attrs["shape"] = "ellipse"
+    elif node.shape == "io":
+        attrs["style"] = "rounded,filled,dashed"
+    if node.highlight:
+        attrs["penwidth"] = 2.5
+        attrs["color"] = colours["added"]
+    return f"{dot_string(node.id)} {_attrs(**attrs)}"
+
+
+def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
+    fill, border, width = colours["cluster_fill"], colours["cluster_border"], 1.0
+    if cluster.role == "backbone":
+        fill = colours["backbone_fill"]
+    if cluster.role == "head":
+        fill, border, width = colours["head_fill"], colours["head_border"], 2.0
+    if cluster.role == "variant":
+        fill = colours["background"]
+    if cluster.highlight:
+        border, width = colours["added"], 2.0
+    return [
+        f"label={_cluster_label(cluster)}",
+        f"tooltip={dot_string(cluster.title)}",
+        'style="rounded,filled"',
+        f"fillcolor={dot_string(fill)}",
+        f"color={dot_string(border)}",
+        f"penwidth={width}",
+        f"fontcolor={dot_string(colours['added'] if cluster.role == 'head' else colours['text'])}",
+        "labeljust=l",
+    ]
+
+
+def _legend(diagram: Diagram, colours: dict[str, Any]) -> str:
+    rows = []
+    for kind in diagram.kinds:
+        palette = colours["kinds"][kind]
+        rows.append(
+            f'<tr><td bgcolor="{palette.fill}" color="{palette.border}" border="1" width="18"> </td>'
+            f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(style.KIND_NAMES[kind])}'
+            "</font></td></tr>"
+        )
+    if diagram.compare:
+        rows.append(
+            f'<tr><td color="{colours["added"]}" border="2" width="18"> </td>'
+            f'<td align="left"><font point-size="10" color="{colours["text"]}">only in this variant</font></td></tr>'
+        )
+    table = '<table border="0" cellspacing="3" cellpadding="2">' + "".join(rows) + "</table>"
+    return f'"legend" [shape=plain, style="", label=<{table}>, tooltip="legend"]'
+
+
+def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = None) -> Iterable[str]:
+    """DOT source lines for ``diagram``."""
+    colours = style.theme(theme)
+    title = (
+        f'<<font point-size="18"><b>{dot_html(diagram.title)}</b></font><br/>'
+        f'<font point-size="11" color="{colours["muted"]}">{dot_html(diagram.subtitle)}</font><br/> >'
+    )
+    yield "digraph bertgraph {"
+    graph_attrs = {
+        "rankdir": "TB",
+        "newrank": "true",
+        "compound": "true",
+        "fontname": FONT,
+        "bgcolor": colours["background"],
+        "fontcolor": colours["text"],
+        "label": title,
+        "labelloc": "t",
+        "labeljust": "l",
+        "nodesep": 0.3,
+        "ranksep": 0.42,
+        "pad": 0.3,
+    }
+    if dpi:
+        graph_attrs["dpi"] = dpi
+    yield f"  graph {_attrs(**graph_attrs)}"
+    node_defaults = _attrs(
+        fontname=FONT, shape="box", style="rounded,filled", fontsize=11, margin="0.16,0.06", penwidth=1.2
+    )
+    edge_defaults = _attrs(
+        fontname=FONT, fontsize=8, color=colours["edge"], fontcolor=colours["muted"], arrowsize=0.6, penwidth=1.1
+    )
+    yield f"  node {node_defaults}"
+    yield f"  edge {edge_defaults}"
+
+    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
+    for node in diagram.nodes:
+        nodes_in[diagram.membership.get(node.id)].append(node)
+    children: dict[str | None, list[Cluster]] = defaultdict(list)
+    for cluster in diagram.clusters:
+        children[cluster.parent].append(cluster)
+
+    def emit(parent: str | None, indent: str) -> Iterable[str]:
+        for node in nodes_in.get(parent, []):
+            yield indent + _node_line(node, colours)
+        for cluster in children.get(parent, []):
+            yield f"{indent}subgraph {dot_string('cluster_' + cluster.id)} {{"
+            for line in _cluster_lines(cluster, colours):
+                yield f"{indent}  {line}"
+            yield from emit(cluster.id, indent + "  ")
+            yield f"{indent}}}"
+
+    yield from emit(None, "  ")
+    for edge in diagram.edges:
+        attrs: dict[str, str | float] = {"label": f" {edge.label} "} if edge.label else {}
+        if edge.style == "residual":
+            attrs.update(style="dashed", label=f" residual {edge.label} ")
+        elif edge.style == "mask":
+            attrs["style"] = "dotted"
+        suffix = f" {_attrs(**attrs)}" if attrs else ""
+        yield f"  {dot_string(edge.source)} -> {dot_string(edge.target)}{suffix}"
+    for group in diagram.same_rank:
+        yield "  { rank=same; " + " ".join(dot_string(n) + ";" for n in group) + " }"
+    if diagram.kinds:
+        yield "  " + _legend(diagram, colours)
+    yield "}"
+
+
+def generate_dot(
+    graph: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    theme: str = "light",
+    compare: nx.DiGraph | None = None,
+    dpi: int | None = None,
+) -> str:
+    """DOT source of the diagram of ``graph`` (beside ``compare`` when given)."""
+    diagram = (
+        build_comparison(graph, compare, depth, fold) if compare is not None else build_diagram(graph, depth, fold)
+    )
+    return "\n".join(generate_lines(diagram, theme, dpi)) + "\n"
+
+
+def write_dot(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:
+    return write_atomic(path, generate_dot(graph, **options))

@@ -1,0 +1,164 @@
+"""Mermaid flowcharts of a :class:`~bertgraph.render.diagram.Diagram`, for Markdown that GitHub renders.
+
+Mermaid refuses diagrams above 500 edges or 50,000 characters by default, and GitHub
+cannot raise those limits. :func:`generate_mermaid` therefore folds repeats, then goes
+to shallower depths, until the diagram fits, and says what it did in ``notes``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import networkx as nx
+
+from bertgraph.errors import RenderError
+from bertgraph.files import write_atomic
+from bertgraph.render import style
+from bertgraph.render.diagram import Cluster, Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
+
+MAX_EDGES = 500
+MAX_TEXT = 50_000
+
+_SHAPES = {"module": ('["', '"]'), "op": ('(["', '"])'), "io": ('[/"', '"/]')}
+_ARROWS = {"data": "-->", "residual": "-.->", "mask": "-.->"}
+
+
+class MermaidResult(NamedTuple):
+    text: str
+    depth: int
+    folded: bool
+    notes: list[str]
+
+
+def _label(node: Node) -> str:
+    return "<br/>".join([f"<b>{mermaid_text(node.title)}</b>", *(mermaid_text(line) for line in node.lines)])
+
+
+def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
+    """Mermaid flowchart lines for ``diagram``."""
+    colours = style.theme(theme)
+    ids: dict[str, str] = {}
+    taken: set[str] = set()
+
+    def node_id(name: str) -> str:
+        if name not in ids:
+            ids[name] = mermaid_id(name, taken)
+        return ids[name]
+
+    def cluster_id(name: str) -> str:
+        return node_id("cluster " + name)
+
+    yield "---"
+    yield f"title: {mermaid_front_matter(diagram.title)}"
+    yield "---"
+    if theme == "dark":
+        yield '%%{init: {"theme": "dark"}}%%'
+    yield "flowchart TB"
+    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
+    for node in diagram.nodes:
+        nodes_in[diagram.membership.get(node.id)].append(node)
+    children: dict[str | None, list[Cluster]] = defaultdict(list)
+    for cluster in diagram.clusters:
+        children[cluster.parent].append(cluster)
+
+    def emit(parent: str | None, indent: str) -> Iterable[str]:
+        for node in nodes_in.get(parent, []):
+            opening, closing = _SHAPES[node.shape]
+            yield f"{indent}{node_id(node.id)}{opening}{_label(node)}{closing}"
+        for cluster in children.get(parent, []):
+            yield f'{indent}subgraph {cluster_id(cluster.id)}["{mermaid_text(cluster.title)}"]'
+            yield from emit(cluster.id, indent + "  ")
+            yield f"{indent}end"
+
+    yield from emit(None, "  ")
+    for edge in diagram.edges:
+        label = f"residual {edge.label}" if edge.style == "residual" else edge.label
+        arrow = _ARROWS[edge.style]
+        text = f'|"{mermaid_text(label)}"|' if label else ""
+        yield f"  {node_id(edge.source)} {arrow}{text} {node_id(edge.target)}"
+
+    if diagram.kinds:
+        yield f'  subgraph {cluster_id("legend")}["legend"]'
+        for kind in diagram.kinds:
+            yield f'    {node_id("legend " + kind)}["{mermaid_text(style.KIND_NAMES[kind])}"]'
+        if diagram.compare:
+            yield f'    {node_id("legend highlight")}["only in this variant"]'
+        yield "  end"
+
+    yield from _class_lines(diagram, colours, node_id)
+    yield from _cluster_styles(diagram, colours, cluster_id)
+
+
+def _class_lines(diagram: Diagram, colours: dict[str, Any], node_id: Any) -> Iterable[str]:
+    members: dict[str, list[str]] = defaultdict(list)
+    for node in diagram.nodes:
+        members[f"k_{node.kind.replace('-', '_')}" + ("_hl" if node.highlight else "")].append(node_id(node.id))
+    for kind in diagram.kinds:
+        members[f"k_{kind.replace('-', '_')}"].append(node_id("legend " + kind))
+    if diagram.compare:
+        members["k_other_hl"].append(node_id("legend highlight"))
+    for name in sorted(members):
+        kind = name[2:].removesuffix("_hl").replace("_", "-")
+        palette = colours["kinds"][kind]
+        line = f"fill:{palette.fill},stroke:{palette.border},color:{palette.text}"
+        if name.endswith("_hl"):
+            line = f"fill:{palette.fill},stroke:{colours['added']},color:{palette.text},stroke-width:3px"
+        yield f"  classDef {name} {line}"
+        yield f"  class {','.join(members[name])} {name}"
+
+
+def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) -> Iterable[str]:
+    for cluster in diagram.clusters:
+        fill, border, width = colours["cluster_fill"], colours["cluster_border"], 1
+        if cluster.role == "head":
+            fill, border, width = colours["head_fill"], colours["head_border"], 2
+        elif cluster.role == "variant":
+            fill = colours["background"]
+        if cluster.highlight:
+            border, width = colours["added"], 2
+        yield f"  style {cluster_id(cluster.id)} fill:{fill},stroke:{border},stroke-width:{width}px,color:{colours['text']}"
+
+
+def _diagram(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> Diagram:
+    return build_comparison(graph, compare, depth, fold) if compare is not None else build_diagram(graph, depth, fold)
+
+
+def generate_mermaid(
+    graph: nx.DiGraph, depth: int = 2, fold: bool = True, theme: str = "light", compare: nx.DiGraph | None = None
+) -> MermaidResult:
+    """Mermaid text that renders within Mermaid's default limits.
+
+    Tries the requested depth first; when it would exceed 500 edges or 50,000
+    characters, folds repeats, then steps to shallower depths, noting each step.
+    """
+    notes: list[str] = []
+    attempts = [(depth, fold)] + ([(depth, True)] if not fold else [])
+    attempts += [(d, True) for d in range(depth - 1, -1, -1)]
+    for level, folded in attempts:
+        diagram = _diagram(graph, level, folded, compare)
+        text = "\n".join(generate_lines(diagram, theme)) + "\n"
+        edges = len(diagram.edges)
+        if edges <= MAX_EDGES and len(text) <= MAX_TEXT:
+            if (level, folded) != (depth, fold):
+                notes.append(
+                    f"the Mermaid diagram at depth {depth}{'' if fold else ' unfolded'} would exceed Mermaid's "
+                    f"limits ({MAX_EDGES} edges, {MAX_TEXT:,} characters), which GitHub cannot raise; "
+                    f"wrote depth {level}{' with repeats folded' if folded else ''} instead"
+                )
+            return MermaidResult(text, level, folded, notes)
+    raise RenderError("no depth of this model fits Mermaid's limits; write SVG instead")
+
+
+def fenced(text: str) -> str:
+    """Mermaid text inside a Markdown code fence, as GitHub renders it."""
+    return f"```mermaid\n{text}```\n"
+
+
+def write_mermaid(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:
+    result = generate_mermaid(graph, **options)
+    text = fenced(result.text) if str(path).lower().endswith(".md") else result.text
+    return write_atomic(path, text)

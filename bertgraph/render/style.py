@@ -1,0 +1,137 @@
+"""What kind of thing a node is, and the colours each theme gives that kind.
+
+Kinds are decided from module types, paths and ops alone, so the same node gets the
+same colour in every format and every run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from bertgraph import graph as g
+from bertgraph.views import in_backbone
+
+
+class Palette(NamedTuple):
+    fill: str
+    border: str
+    text: str
+
+
+# Order here is the legend's order.
+KIND_NAMES: dict[str, str] = {
+    "io": "input / output",
+    "embedding": "embedding",
+    "attention": "attention",
+    "feed-forward": "feed-forward",
+    "normalisation": "normalisation",
+    "block": "encoder layer",
+    "pooling": "pooler",
+    "mask": "attention mask",
+    "other": "other",
+    "head": "task head",
+}
+
+THEMES: dict[str, dict[str, Any]] = {
+    "light": {
+        "background": "white",
+        "text": "#1f2328",
+        "muted": "#57606a",
+        "edge": "#57606a",
+        "cluster_fill": "#f6f8fa",
+        "cluster_border": "#d0d7de",
+        "backbone_fill": "#f6f8fa",
+        "head_fill": "#fff1e5",
+        "head_border": "#bc4c00",
+        "added": "#bc4c00",
+        "kinds": {
+            "io": Palette("#ffffff", "#6e7781", "#1f2328"),
+            "embedding": Palette("#ddf4ff", "#0969da", "#0a3069"),
+            "attention": Palette("#fbefff", "#8250df", "#3e1f79"),
+            "feed-forward": Palette("#dafbe1", "#1a7f37", "#044f1e"),
+            "normalisation": Palette("#fff8c5", "#9a6700", "#4d2d00"),
+            "block": Palette("#eaeef2", "#424a53", "#1f2328"),
+            "pooling": Palette("#e6f6f5", "#0f766e", "#134e4a"),
+            "mask": Palette("#f6f8fa", "#8c959f", "#424a53"),
+            "other": Palette("#f6f8fa", "#8c959f", "#1f2328"),
+            "head": Palette("#ffd8b5", "#bc4c00", "#471700"),
+        },
+    },
+    "dark": {
+        "background": "#0d1117",
+        "text": "#e6edf3",
+        "muted": "#8d96a0",
+        "edge": "#8d96a0",
+        "cluster_fill": "#161b22",
+        "cluster_border": "#30363d",
+        "backbone_fill": "#161b22",
+        "head_fill": "#2d1a0e",
+        "head_border": "#f0883e",
+        "added": "#f0883e",
+        "kinds": {
+            "io": Palette("#0d1117", "#8d96a0", "#e6edf3"),
+            "embedding": Palette("#0c2d6b", "#4493f8", "#cae8ff"),
+            "attention": Palette("#2e1a5c", "#ab7df8", "#ecdeff"),
+            "feed-forward": Palette("#0f3d1e", "#3fb950", "#d2fedb"),
+            "normalisation": Palette("#3d2e00", "#d29922", "#fff8c5"),
+            "block": Palette("#21262d", "#8d96a0", "#e6edf3"),
+            "pooling": Palette("#0b3b38", "#2dd4bf", "#ccfbf1"),
+            "mask": Palette("#161b22", "#6e7681", "#c9d1d9"),
+            "other": Palette("#161b22", "#6e7681", "#e6edf3"),
+            "head": Palette("#5a2a0a", "#f0883e", "#ffdfb6"),
+        },
+    },
+}
+
+
+def theme(name: str) -> dict[str, Any]:
+    if name not in THEMES:
+        raise ValueError(f"unknown theme {name!r}; choose one of: {', '.join(THEMES)}")
+    return THEMES[name]
+
+
+def node_kind(data: dict[str, Any], backbone: str) -> str:
+    """The colour kind of a view node.
+
+    >>> node_kind({"kind": "module", "module": "classifier", "module_type": "Linear"}, "bert")
+    'head'
+    >>> node_kind({"kind": "module", "module": "bert.encoder.layer.0-11.attention.output.LayerNorm",
+    ...            "module_type": "LayerNorm"}, "bert")
+    'normalisation'
+    >>> node_kind({"kind": "op", "module": "bert.encoder.layer.0.output", "op": "add"}, "bert")
+    'feed-forward'
+    """
+    if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
+        return "io"
+    module = data.get(g.MODULE, "")
+    if not in_backbone(module, backbone):
+        return "head"
+    module_type = data.get(g.MODULE_TYPE, "")
+    ops = (set(data.get(g.OPS, [])) | {data.get(g.OP, "")}) - {""}
+    if module_type == "LayerNorm" or (ops and ops <= {"layer_norm", "LayerNormalization"}):
+        return "normalisation"
+    parts = module.split(".")
+    computes = data.get(g.KIND) == g.OPERATOR or data.get(g.OWN_OPS)
+    if "embeddings" in parts or module_type in ("Embedding", "BertEmbeddings"):
+        return "embedding"
+    if module_type in ("BertLayer", "BertEncoder"):
+        return "block"
+    if "attention" in parts or (computes and "scaled_dot_product_attention" in ops):
+        return "attention"
+    if "intermediate" in parts or _is_layer_output(parts):
+        return "feed-forward"
+    if "pooler" in parts:
+        return "pooling"
+    if "encoder" in parts:
+        return "block"
+    if computes:
+        return "mask" if module_type in ("BertModel", "") and module in (backbone, "") else "other"
+    return "other"
+
+
+def _is_layer_output(parts: list[str]) -> bool:
+    """``…layer.3.output…`` is the feed-forward output (``attention.output`` is not)."""
+    for index in range(1, len(parts)):
+        if parts[index] == "output" and parts[index - 1] != "attention":
+            return True
+    return False

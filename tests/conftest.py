@@ -1,0 +1,83 @@
+"""Shared fixtures: a private graph cache, traced models reused across tests, tiny checkpoints."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import bertgraph
+from bertgraph.api import Architecture
+
+TINY_CONFIG = {
+    "vocab_size": 99,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 37,
+    "max_position_embeddings": 64,
+    "type_vocab_size": 2,
+}
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip locally when a real component is missing; fail in CI, where it must be there."""
+    if condition:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI installs it: run .ci/run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Tests never read or fill the user's graph cache."""
+    folder = tmp_path_factory.mktemp("graph-cache")
+    previous = os.environ.get("BERTGRAPH_CACHE_DIR")
+    os.environ["BERTGRAPH_CACHE_DIR"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("BERTGRAPH_CACHE_DIR", None)
+    else:
+        os.environ["BERTGRAPH_CACHE_DIR"] = previous
+
+
+_TRACED: dict[tuple[str, str, tuple[tuple[str, int], ...]], Architecture] = {}
+
+
+@pytest.fixture(scope="session")
+def traced() -> Callable[..., Architecture]:
+    """``traced(model, head, **overrides)``: an Architecture, traced once per session."""
+
+    def get(model: str = "bert-base-uncased", head: str = "base", **overrides: int) -> Architecture:
+        key = (model, head, tuple(sorted(overrides.items())))
+        if key not in _TRACED:
+            _TRACED[key] = bertgraph.trace(model, head, cache=False, **overrides)
+        return _TRACED[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BertForSequenceClassification saved with save_pretrained (safetensors)."""
+    import torch
+    import transformers
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(1234)
+    config = transformers.BertConfig(**TINY_CONFIG, num_labels=3)
+    model = transformers.BertForSequenceClassification(config).eval()
+    model.save_pretrained(folder, safe_serialization=True)
+    assert (folder / "model.safetensors").is_file()
+    return folder
+
+
+@pytest.fixture
+def dot_binary() -> str:
+    found = shutil.which("dot")
+    require(found is not None, "Graphviz dot is not installed (apt-get install graphviz)")
+    return str(found)

@@ -1,0 +1,102 @@
+"""The command line as a user meets it: fast help, one-line errors, safe output files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bertgraph.cli import main
+
+PYTHON = sys.executable
+
+
+def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "bertgraph", *argv], capture_output=True, text=True, env=env, check=False)
+
+
+def test_help_imports_neither_torch_nor_transformers() -> None:
+    code = (
+        "import sys\n"
+        "from bertgraph.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules, 'transformers' in sys.modules, 'networkx' in sys.modules)"
+    )
+    result = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
+    assert "usage: bertgraph" in result.stdout
+    assert result.stdout.strip().endswith("False False False")
+
+
+def test_module_entry_point_and_version() -> None:
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith("bertgraph ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message", "status"),
+    [
+        (["params", "bert-bsae-uncased"], "unknown model 'bert-bsae-uncased'; closest presets: bert-base-uncased", 1),
+        (["params", "bert-tiny", "--head", "sentiment"], "unknown head 'sentiment'", 1),
+        (["summary", "bert-tiny", "--seq-len", "600"], "--seq-len 600 is above max_position_embeddings 512", 1),
+        (["summary", "bert-tiny", "--hidden", "0"], "argument --hidden: must be a positive integer, got 0", 2),
+        (["summary", "bert-tiny", "--layers", "-3"], "argument --layers: must be a positive integer, got -3", 2),
+        (["summary", "bert-tiny", "--hidden", "101"], "hidden_size 101 is not a multiple of num_attention_heads 2", 1),
+        (["params", "no/such/dir/"], "no such file or directory: no/such/dir/", 1),
+        (
+            ["diff", "bert-tiny", "--head", "base", "--head", "masked-lm", "--head", "pretraining"],
+            "diff needs two heads",
+            2,
+        ),
+        (["render", "bert-tiny", "-o", "out.xyz"], "cannot tell the format of out.xyz", 1),
+        (["render", "bert-tiny", "--format", "png", "-o", "out.svg"], "--format png does not match", 1),
+        (["frobnicate"], "invalid choice: 'frobnicate'", 2),
+    ],
+)
+def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], message: str, status: int) -> None:
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("bertgraph: error: ")
+    assert message in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_malformed_config_from_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"hidden_size": 64, "num_attention_heads": 4, "vocab_size": "many"}')
+    result = run("summary", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"bertgraph: error: {tmp_path / 'config.json'}: field 'vocab_size' must be a positive integer, got 'many'"
+    )
+
+
+def test_debug_shows_the_traceback() -> None:
+    result = run("params", "bert-bsae-uncased", "--debug")
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr and "ModelReferenceError" in result.stderr
+
+
+def test_output_into_missing_folder_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "missing" / "summary.txt"
+    assert main(["summary", "bert-tiny", "-o", str(target)]) == 1
+    assert f"folder {target.parent} does not exist; create it first" in capsys.readouterr().err
+    assert not target.parent.exists()
+
+
+def test_failed_command_keeps_the_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "diagram.svg"
+    target.write_text("the user's own file")
+    assert main(["render", "bert-tiny", "--seq-len", "9999", "-o", str(target)]) == 1
+    assert target.read_text() == "the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["diagram.svg"]
+
+
+def test_output_file_written_in_one_piece(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "params.md"
+    assert main(["params", "bert-tiny", "--format", "markdown", "-o", str(target)]) == 0
+    text = target.read_text()
+    assert text.startswith("## Parameters of bert-tiny") and "| embeddings | 3,972,864 | 90.58% |" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.md"]
