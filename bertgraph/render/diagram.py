@@ -197,6 +197,8 @@ class _Labeller:
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
+            if data.get(g.OP) == "slice" and data.get(g.MODULE_TYPE) == "BertEmbeddings":
+                title = "position ids"
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
             lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
@@ -220,7 +222,7 @@ class _Labeller:
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
         type_line = module_type + (f" × {repeat}" if repeat > 1 else "")
         if info.get("sizes") and info.get("type") not in ("ModuleList",):
-            type_line += f"  {info['sizes']}"
+            type_line += f" {info['sizes']}"
         lines = (type_line, _params_line(params, repeat), shape_text)
         tooltip = f"{display_name(module, self.backbone) or 'model'} ({module_type})"
         if repeat > 1:
@@ -391,7 +393,8 @@ def build_comparison(first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold
         combined.clusters.append(
             Cluster(
                 f"{side}variant",
-                f"{graph.graph.get(g.G_HEAD, '')} · {graph.graph.get(g.G_MODEL_CLASS, '')} · {figures.count(total)} params",
+                f"{graph.graph.get(g.G_HEAD, '')} · {graph.graph.get(g.G_MODEL_CLASS, '')} · "
+                f"{figures.count(total)} params",
                 None,
                 "variant",
             )

@@ -9,6 +9,20 @@ from __future__ import annotations
 
 import re
 
+# Control characters other than tab and newline cannot appear in XML (SVG) or in most
+# viewers; they are shown as the replacement character instead of breaking the output.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with carriage returns dropped and other control characters made visible.
+
+    >>> visible("a\\r\\nb\\x00c")
+    'a\\nb\\ufffdc'
+    """
+    return _CONTROL.sub("\ufffd", text.replace("\r", ""))
+
+
 # --- Graphviz DOT ------------------------------------------------------------------------
 
 
@@ -25,7 +39,7 @@ def dot_string(text: str) -> str:
     >>> print(dot_string("node"))
     "node"
     """
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    escaped = visible(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
 
 
@@ -37,15 +51,18 @@ def dot_html(text: str) -> str:
     >>> dot_html("line\\nbreak")
     'line<br/>break'
     >>> dot_html("]] {} | #")
-    ']] {} | #'
+    '&#93;&#93; {} | #'
     """
     escaped = (
-        text.replace("&", "&amp;")
+        visible(text)
+        .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
         .replace('"', "&quot;")
         .replace("'", "&#39;")
-        .replace("\r", "")
+        # Graphviz 2.43 rejects "]" right after a tag (<b>]</b>); a character reference is safe.
+        .replace("[", "&#91;")
+        .replace("]", "&#93;")
     )
     return escaped.replace("\n", "<br/>")
 
@@ -116,7 +133,7 @@ def mermaid_text(text: str) -> str:
     ('a<br/>b', 'end #124; #91;x#93; #123;y#125;', 'style#58;#35;')
     """
     out = []
-    for char in text.replace("\r", ""):
+    for char in visible(text):
         if char == "\n":
             out.append("<br/>")
         elif char in _MERMAID_ENTITIES:
@@ -153,7 +170,7 @@ def mermaid_front_matter(text: str) -> str:
     """
     import json
 
-    return json.dumps(text.replace("\r", "").replace("\n", " "), ensure_ascii=False)
+    return json.dumps(visible(text).replace("\n", " "), ensure_ascii=False)
 
 
 # --- Markdown ----------------------------------------------------------------------------
@@ -174,4 +191,4 @@ def markdown_text(text: str) -> str:
         char = match.group(1)
         return {"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(char, "\\" + char)
 
-    return _MARKDOWN_SPECIAL.sub(replace, text.replace("\r", "")).replace("\n", "<br>")
+    return _MARKDOWN_SPECIAL.sub(replace, visible(text)).replace("\n", "<br>")

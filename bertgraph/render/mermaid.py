@@ -120,7 +120,8 @@ def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) 
             fill = colours["background"]
         if cluster.highlight:
             border, width = colours["added"], 2
-        yield f"  style {cluster_id(cluster.id)} fill:{fill},stroke:{border},stroke-width:{width}px,color:{colours['text']}"
+        look = f"fill:{fill},stroke:{border},stroke-width:{width}px,color:{colours['text']}"
+        yield f"  style {cluster_id(cluster.id)} {look}"
 
 
 def _diagram(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> Diagram:

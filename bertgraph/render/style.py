@@ -131,7 +131,4 @@ def node_kind(data: dict[str, Any], backbone: str) -> str:
 
 def _is_layer_output(parts: list[str]) -> bool:
     """``…layer.3.output…`` is the feed-forward output (``attention.output`` is not)."""
-    for index in range(1, len(parts)):
-        if parts[index] == "output" and parts[index - 1] != "attention":
-            return True
-    return False
+    return any(parts[i] == "output" and parts[i - 1] != "attention" for i in range(1, len(parts)))

@@ -1,0 +1,37 @@
+# Two commands do everything on a fresh machine:
+#   make        install bertgraph and what its tests use, then render the example gallery into outputs/
+#   make test   run the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all system python node gallery test
+
+all: system python node gallery
+
+# Graphviz's dot for diagrams, Chromium for the Mermaid rendering tests, the fonts diagrams are laid out with.
+system:
+	@if ! command -v dot >/dev/null || ! command -v chromium >/dev/null || ! fc-list | grep -q "Liberation Sans"; then \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq graphviz chromium fonts-liberation fonts-dejavu-core; \
+	fi
+
+python: $(BIN)/bertgraph
+$(BIN)/bertgraph: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	@touch $@
+
+# mermaid.js, pinned, for rendering Mermaid diagrams in the browser during tests.
+node: tests/mermaid/node_modules/mermaid/package.json
+tests/mermaid/node_modules/mermaid/package.json: tests/mermaid/package-lock.json
+	npm ci --prefix tests/mermaid --no-audit --no-fund --loglevel=error
+	@touch $@
+
+gallery: python
+	$(BIN)/bertgraph gallery -o outputs
+
+test: python
+	$(BIN)/python -m pytest -n 2 -q

@@ -1,0 +1,57 @@
+"""Graphs whose module names hold everything a label escaper must survive."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import networkx as nx
+
+from bertgraph import graph as g
+
+HOSTILE_NAMES = [
+    'say "hi"',
+    "<script>alert(1)</script>",
+    "#35; not an entity",
+    "a|b",
+    "end",
+    "style:#1;",
+    "{curly} [square] (round)",
+    "back\\slash",
+    "new\nline",
+    "ünïcödé ✓ 模型",
+    "&amp; &lt;",
+    "`tick`",
+    "classDef",
+    "subgraph",
+    "<br/>",
+]
+
+
+def _rename(path: str, mapping: dict[str, str]) -> str:
+    return ".".join(mapping.get(part, part) for part in path.split(".")) if path else path
+
+
+def rename_modules(graph: nx.DiGraph, mapping: dict[str, str], title: str | None = None) -> nx.DiGraph:
+    """A copy of ``graph`` whose module path components are renamed (``classifier`` → anything)."""
+    result = nx.DiGraph()
+    result.graph.update(copy.deepcopy(graph.graph))
+    result.graph[g.G_MODULES] = {_rename(p, mapping): v for p, v in graph.graph[g.G_MODULES].items()}
+    rows: list[dict[str, Any]] = []
+    for row in graph.graph[g.G_PARAMETERS]:
+        rows.append({**row, "name": _rename(row["name"], mapping), "module": _rename(row["module"], mapping)})
+    result.graph[g.G_PARAMETERS] = rows
+    if title is not None:
+        result.graph[g.G_NAME] = title
+    for node, data in graph.nodes(data=True):
+        attrs = dict(data)
+        attrs[g.MODULE] = _rename(data.get(g.MODULE, ""), mapping)
+        attrs[g.PARAM_NAMES] = [_rename(n, mapping) for n in data.get(g.PARAM_NAMES, [])]
+        result.add_node(node, **attrs)
+    result.add_edges_from(graph.edges(data=True))
+    return result
+
+
+def squash(text: str) -> str:
+    """Text without whitespace, for comparing what a reader sees."""
+    return "".join(text.split())

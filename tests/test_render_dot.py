@@ -1,0 +1,176 @@
+"""Graphviz output checked with the real dot binary: every head, depth and comparison."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bertgraph.api import Architecture
+from bertgraph.load import HEADS
+from bertgraph.render import dot, graphviz_run
+
+pytestmark = pytest.mark.dot
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_texts(svg: bytes) -> str:
+    root = ET.fromstring(svg)  # well-formed XML or an exception
+    return "\n".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+
+
+def tooltips(svg: bytes) -> str:
+    root = ET.fromstring(svg)
+    return "\n".join(a.get("{http://www.w3.org/1999/xlink}title", "") for a in root.iter(f"{SVG}a"))
+
+
+@pytest.mark.parametrize("head", list(HEADS))
+def test_every_head_and_depth_lays_out(traced: Callable[..., Architecture], head: str, dot_binary: str) -> None:
+    arch = traced("bert-tiny", head)
+    for depth, fold in [(0, True), (1, True), (2, True), (2, False), (3, True), (4, True), (4, False)]:
+        source = arch.to_dot(depth, fold=fold)
+        svg = graphviz_run.render(source, "svg")
+        text = svg_texts(svg)
+        assert arch.model_class in text
+        assert "input_ids" in text
+        if depth >= 2 and fold:
+            assert "BertLayer × 2" in text
+        if depth == 2 and not fold:
+            assert "layer.1" in text and "BertLayer × 2" not in text
+
+
+def test_depth_two_labels_and_tooltips(traced: Callable[..., Architecture], dot_binary: str) -> None:
+    arch = traced("bert-base-uncased", "sequence-classification")
+    svg = graphviz_run.render(arch.to_dot(2), "svg")
+    text = svg_texts(svg)
+    for label in (
+        "layer.0-11",
+        "BertLayer × 12",
+        "7.09M params each · 85.1M in all",
+        "[batch, seq, 768]",
+        "classifier",
+        "Linear 768 → 2",
+        "1,538 params",
+        "task head · sequence-classification",
+        "encoder-only backbone",
+        "word_embeddings",
+        "Embedding 30522 × 768",
+        "attention mask",
+        "[batch, 2]",
+        "encoder layer",
+    ):
+        assert label in text, label
+    assert "85,054,464 in all" in tooltips(svg)  # exact count in the tooltip
+
+
+def test_depth_one_and_three_content(traced: Callable[..., Architecture], dot_binary: str) -> None:
+    arch = traced("bert-base-uncased", "sequence-classification")
+    one = svg_texts(graphviz_run.render(arch.to_dot(1), "svg"))
+    for label in ("embeddings", "encoder", "pooler", "dropout", "classifier", "85.1M params"):
+        assert label in one
+    three = svg_texts(graphviz_run.render(arch.to_dot(3), "svg"))
+    for label in (
+        "query",
+        "key",
+        "value",
+        "scaled dot-product attention",
+        "add (residual)",
+        "GELUActivation",
+        "intermediate_act_fn",
+        "Linear 768 → 3072",
+        "Linear 3072 → 768",
+        "residual [batch, seq, 768]",
+        "layer.0-11 · BertLayer × 12 · 7.09M params each",
+    ):
+        assert label in three, label
+
+
+def test_every_pair_of_heads_side_by_side(traced: Callable[..., Architecture], dot_binary: str) -> None:
+    archs = {head: traced("bert-tiny", head) for head in HEADS}
+    for first, second in itertools.combinations(HEADS, 2):
+        svg = graphviz_run.render(archs[first].to_dot(2, compare=archs[second]), "svg")
+        text = svg_texts(svg)
+        assert f"{first} vs {second}" in text
+        assert "only in this variant" in text
+
+
+def test_comparison_highlights_only_the_head(traced: Callable[..., Architecture]) -> None:
+    base, head = traced("bert-base-uncased"), traced("bert-base-uncased", "sequence-classification")
+    source = base.to_dot(2, compare=head)
+    highlighted = [line for line in source.splitlines() if 'penwidth="2.5"' in line]
+    assert len(highlighted) == 2
+    assert all(line.lstrip().startswith(('"b:dropout"', '"b:classifier"')) for line in highlighted)
+
+
+def test_images_are_deterministic(traced: Callable[..., Architecture], dot_binary: str) -> None:
+    source = traced("bert-tiny", "sequence-classification").to_dot(2)
+    for fmt, magic in (("svg", b"<?xml"), ("png", b"\x89PNG"), ("pdf", b"%PDF")):
+        first, second = graphviz_run.render(source, fmt), graphviz_run.render(source, fmt)
+        assert first.startswith(magic)
+        assert first == second, fmt
+
+
+def test_dark_theme(traced: Callable[..., Architecture], dot_binary: str) -> None:
+    svg = graphviz_run.render(traced("bert-tiny", "sequence-classification").to_dot(2, theme="dark"), "svg")
+    assert b'fill="#0d1117"' in svg
+
+
+def test_deep_models_stay_small(traced: Callable[..., Architecture], dot_binary: str) -> None:
+    shallow, deep = traced("bert-tiny", "base"), traced("bert-tiny", "base", layers=48)
+    for depth in (2, 3):
+        a = svg_texts(graphviz_run.render(shallow.to_dot(depth), "svg"))
+        b = svg_texts(graphviz_run.render(deep.to_dot(depth), "svg"))
+        assert len(b.splitlines()) == len(a.splitlines())
+        assert "BertLayer × 48" in b
+
+
+def test_dot_text_ignores_insertion_order(traced: Callable[..., Architecture]) -> None:
+    import random
+
+    import networkx as nx
+
+    graph = traced("bert-tiny", "question-answering").graph
+    shuffled = nx.DiGraph()
+    shuffled.graph.update(graph.graph)
+    nodes = list(graph.nodes(data=True))
+    random.Random(3).shuffle(nodes)
+    shuffled.add_nodes_from(nodes)
+    edges = list(graph.edges(data=True))
+    random.Random(4).shuffle(edges)
+    shuffled.add_edges_from(edges)
+    for depth in range(5):
+        assert dot.generate_dot(graph, depth) == dot.generate_dot(shuffled, depth)
+
+
+def test_cli_writes_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str], dot_binary: str) -> None:
+    from bertgraph.cli import main
+
+    for name in ("b.svg", "b.png", "b.pdf", "b.dot", "b.mmd", "b.md"):
+        assert main(["render", "bert-tiny", "--head", "token-classification", "-o", str(tmp_path / name)]) == 0
+    assert (tmp_path / "b.md").read_text().startswith("```mermaid\n---\ntitle:")
+    assert (tmp_path / "b.dot").read_text().startswith("digraph bertgraph {")
+    subprocess.run([dot_binary, "-Tsvg", str(tmp_path / "b.dot"), "-o", os.devnull], check=True)
+
+
+def test_missing_dot_names_the_package_and_keeps_the_dot(tmp_path: Path) -> None:
+    target = tmp_path / "bert.svg"
+    env = {**os.environ, "PATH": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "bertgraph", "render", "bert-tiny", "-o", str(target)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert "install the graphviz package" in result.stderr and "apt-get install graphviz" in result.stderr
+    assert f"wrote the DOT source to {tmp_path / 'bert.dot'}" in result.stderr
+    assert not target.exists()
+    assert (tmp_path / "bert.dot").read_text().startswith("digraph bertgraph {")

@@ -1,0 +1,98 @@
+"""Mermaid output rendered by the real mermaid.js in headless Chromium, within GitHub's limits."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bertgraph.api import Architecture
+from bertgraph.load import HEADS
+from bertgraph.render import mermaid
+from tests.conftest import require
+from tests.mermaid_browser import browser_available, render_mermaid, svg_text
+
+
+def needs_browser() -> None:
+    reason = browser_available()
+    require(reason is None, reason or "")
+
+
+@pytest.mark.browser
+def test_every_head_at_depths_one_to_three_renders(traced: Callable[..., Architecture]) -> None:
+    needs_browser()
+    diagrams: dict[str, str] = {}
+    for head in HEADS:
+        arch = traced("bert-base-uncased", head)
+        for depth in (1, 2, 3):
+            diagrams[f"{head}-{depth}"] = arch.to_mermaid(depth)
+    base = traced("bert-base-uncased")
+    diagrams["compare"] = base.to_mermaid(2, compare=traced("bert-base-uncased", "sequence-classification"))
+    diagrams["dark"] = traced("bert-base-uncased", "masked-lm").to_mermaid(2, theme="dark")
+    diagrams["operators"] = traced("bert-base-uncased", "sequence-classification").to_mermaid(4)
+    results = render_mermaid(diagrams)
+    failures = {name: r.error for name, r in results.items() if not r.ok}
+    assert failures == {}
+    text = svg_text(results["sequence-classification-2"].svg)
+    for label in (
+        "layer.0-11",
+        "BertLayer × 12",
+        "7.09M params each · 85.1M in all",
+        "[batch, seq, 768]",
+        "classifier",
+        "Linear 768 → 2",
+        "task head · sequence-classification · 1,538 params",
+    ):
+        assert label in text, label
+    deep = svg_text(results["sequence-classification-3"].svg)
+    for label in ("query", "scaled dot-product attention", "add (residual)", "residual [batch, seq, 768]"):
+        assert label in deep, label
+    assert "only in this variant" in svg_text(results["compare"].svg)
+
+
+@pytest.mark.browser
+def test_comparisons_of_every_pair_render(traced: Callable[..., Architecture]) -> None:
+    needs_browser()
+    archs = {head: traced("bert-tiny", head) for head in HEADS}
+    diagrams = {f"{a} vs {b}": archs[a].to_mermaid(2, compare=archs[b]) for a, b in itertools.combinations(HEADS, 2)}
+    results = render_mermaid(diagrams)
+    assert {name: r.error for name, r in results.items() if not r.ok} == {}
+
+
+def test_too_large_diagrams_fold_and_step_back(traced: Callable[..., Architecture]) -> None:
+    deep = traced("bert-tiny", "sequence-classification", layers=48)
+    result = mermaid.generate_mermaid(deep.graph, depth=4, fold=False)
+    assert (result.depth, result.folded) == (4, True)
+    assert "would exceed Mermaid's limits" in result.notes[0]
+    edges = sum(line.count("-->") + line.count("-.->") for line in result.text.splitlines())
+    assert edges <= mermaid.MAX_EDGES and len(result.text) <= mermaid.MAX_TEXT
+    assert mermaid.generate_mermaid(deep.graph, depth=2).notes == []
+
+
+def test_cli_reports_the_fallback_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bertgraph.cli import main
+
+    target = tmp_path / "deep.mmd"
+    assert main(["render", "bert-tiny", "--layers", "48", "--depth", "4", "--unfold", "-o", str(target)]) == 0
+    assert "would exceed Mermaid's limits" in capsys.readouterr().err
+    assert target.read_text().startswith("---\ntitle:")
+
+
+def test_mermaid_text_ignores_insertion_order(traced: Callable[..., Architecture]) -> None:
+    import random
+
+    import networkx as nx
+
+    graph = traced("bert-tiny", "pretraining").graph
+    shuffled = nx.DiGraph()
+    shuffled.graph.update(graph.graph)
+    nodes = list(graph.nodes(data=True))
+    random.Random(5).shuffle(nodes)
+    shuffled.add_nodes_from(nodes)
+    edges = list(graph.edges(data=True))
+    random.Random(6).shuffle(edges)
+    shuffled.add_edges_from(edges)
+    for depth in range(5):
+        assert mermaid.generate_mermaid(graph, depth).text == mermaid.generate_mermaid(shuffled, depth).text
