@@ -33,3 +33,10 @@ class RenderError(BertgraphError):
 
 class OnnxError(BertgraphError):
     """An ONNX export, verification or read failed."""
+
+
+def first_line(error: BaseException) -> str:
+    """The first informative line of an exception message, shortened, for one-line errors."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip() and not line.strip().startswith("#")]
+    text = lines[0] if lines else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "…"

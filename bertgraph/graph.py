@@ -27,6 +27,7 @@ Edges carry ``shape`` and ``dtype`` of the tensor that flows.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -116,12 +117,50 @@ def prune_dead(graph: nx.DiGraph) -> None:
     graph.remove_nodes_from([n for n in list(graph.nodes) if n not in live])
 
 
+def canonicalize(graph: nx.DiGraph) -> nx.DiGraph:
+    """Op nodes named after their module and op, ``order`` renumbered ``0..n-1``.
+
+    ``bert.encoder.layer.3.attention.self.query:linear`` says where an op ran, and it is
+    the same however the graph was produced (a full trace, or layers grown from two).
+    A module's second op of one kind gets ``_1``, and so on.
+    """
+    seen: dict[str, int] = defaultdict(int)
+    mapping = {}
+    for node in ops_in_order(graph):
+        data = graph.nodes[node]
+        if data.get(KIND) != OPERATOR:
+            mapping[node] = node
+            continue
+        base = f"{data.get(MODULE, '')}:{data.get(OP, '')}"
+        mapping[node] = base if seen[base] == 0 else f"{base}_{seen[base]}"
+        seen[base] += 1
+    result = ordered_copy(nx.relabel_nodes(graph, mapping, copy=True))
+    for index, node in enumerate(result.nodes):
+        result.nodes[node][ORDER] = index
+    return result
+
+
+def ordered_copy(graph: nx.DiGraph) -> nx.DiGraph:
+    """The same graph with nodes inserted in execution order and edges sorted by it."""
+    nodes = ops_in_order(graph)
+    position = {node: index for index, node in enumerate(nodes)}
+    result = nx.DiGraph()
+    result.graph.update(graph.graph)
+    result.add_nodes_from((node, graph.nodes[node]) for node in nodes)
+    edges = sorted(graph.edges(data=True), key=lambda e: (position[e[0]], position[e[1]]))
+    result.add_edges_from(edges)
+    return result
+
+
 # --- node-link JSON --------------------------------------------------------------------
 
 
 def to_node_link(graph: nx.DiGraph) -> dict[str, Any]:
-    """Plain data for ``json.dumps``; ``networkx.node_link_graph(data, edges="edges")`` reads it."""
-    return nx.node_link_data(graph, edges="edges")
+    """Plain data for ``json.dumps``, nodes and edges in execution order.
+
+    ``networkx.node_link_graph(data, edges="edges")`` reads it back.
+    """
+    return nx.node_link_data(ordered_copy(graph), edges="edges")
 
 
 def from_node_link(data: dict[str, Any]) -> nx.DiGraph:
@@ -165,12 +204,13 @@ def _decode(attrs: dict[str, Any]) -> None:
 
 
 def graphml_ready(graph: nx.DiGraph) -> nx.DiGraph:
-    """A copy whose list and mapping attributes are JSON text, as GraphML needs."""
+    """A copy in execution order whose list and mapping attributes are JSON text, as GraphML needs."""
+    ordered = ordered_copy(graph)
     ready = nx.DiGraph()
-    ready.graph.update(_encode(graph.graph))
-    for node, data in graph.nodes(data=True):
+    ready.graph.update(_encode(ordered.graph))
+    for node, data in ordered.nodes(data=True):
         ready.add_node(node, **_encode(data))
-    for source, target, data in graph.edges(data=True):
+    for source, target, data in ordered.edges(data=True):
         ready.add_edge(source, target, **_encode(data))
     return ready
 

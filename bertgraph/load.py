@@ -440,6 +440,7 @@ def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:
     use_safetensors = checkpoint.name.startswith("model.safetensors")
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # missing head weights are expected; we report them ourselves
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar is noise on our stderr
     try:
         model = model_class.from_pretrained(
             str(checkpoint.parent),
@@ -453,6 +454,7 @@ def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:
         raise CheckpointError(f"cannot load weights from {checkpoint}: {first}") from error
     finally:
         hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
     return model.eval()
 
 

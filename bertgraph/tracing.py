@@ -14,6 +14,7 @@ import operator
 import re
 import sys
 import traceback
+from dataclasses import replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -22,6 +23,7 @@ import networkx as nx
 from bertgraph import graph as g
 from bertgraph.errors import TraceError
 from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs
+from bertgraph.repeat import TRACED_LAYERS, GrowError, check_parameters, grow_layers
 
 if TYPE_CHECKING:
     import torch
@@ -39,9 +41,27 @@ class TensorFacts(NamedTuple):
     dtype: str
 
 
-def trace(spec: ModelSpec) -> nx.DiGraph:
-    """Build the spec's model on the meta device, export it and return its graph."""
+def trace(spec: ModelSpec, grow: bool = True) -> nx.DiGraph:
+    """Build the spec's model on the meta device, export it and return its graph.
+
+    A model with more than two encoder layers is exported with two and grown to its
+    full depth (:mod:`bertgraph.repeat`), so tracing costs the same at any depth; the
+    result is checked against the full model and a full trace is the fallback.
+    """
     model = build_model(spec)
+    layers = int(spec.config["num_hidden_layers"])
+    if grow and layers > TRACED_LAYERS:
+        small = replace(spec, config={**spec.config, "num_hidden_layers": TRACED_LAYERS},
+                        weights=None, pickle_weights=None)
+        small_model = build_model(small)
+        try:
+            grown = grow_layers(graph_from_program(export_program(small_model, small), small_model, small), layers)
+            _, tied = _canonical_parameter_names(model)
+            grown.graph.update(_graph_attributes(model, spec, "meta", tied))
+            check_parameters(grown, {name: p.numel() for name, p in model.named_parameters()})
+            return grown
+        except GrowError:
+            pass  # an unusual model: trace every layer
     return trace_module(model, spec, weights="meta")
 
 
@@ -191,7 +211,7 @@ def graph_from_program(
     unread = [name for name in numel if name not in counted]
     if unread:
         graph.graph["unread_parameters"] = unread
-    return graph
+    return g.canonicalize(graph)
 
 
 def _add_outputs(

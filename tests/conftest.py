@@ -8,9 +8,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import bertgraph
 from bertgraph.api import Architecture
+
+# CI explores the same examples every run, so a failure there is reproducible here.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 TINY_CONFIG = {
     "vocab_size": 99,

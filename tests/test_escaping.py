@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -47,6 +47,8 @@ def hostile_arch(traced: Callable[..., Architecture], head_name: str, part_name:
 @pytest.mark.dot
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(head_name=names, part_name=names)
+@example(head_name="\\\\", part_name="a\\b\\nc")
+@example(head_name="]", part_name='say "hi"')
 def test_dot_shows_hostile_names(traced: Callable[..., Architecture], head_name: str, part_name: str) -> None:
     require(graphviz_run_available(), "Graphviz dot is not installed")
     arch = hostile_arch(traced, head_name, part_name)

@@ -29,7 +29,7 @@ def test_graphml_round_trip(traced: Callable[..., Architecture], tmp_path: Path)
     plain = nx.read_graphml(path)  # networkx alone, no bertgraph
     assert plain.number_of_nodes() == graph.number_of_nodes()
     assert sum(d["params"] for _, d in plain.nodes(data=True)) == g.total_params(graph)
-    assert json.loads(plain.nodes["embedding"]["shape"]) == ["batch", "seq", 128]
+    assert json.loads(plain.nodes["bert.embeddings.word_embeddings:embedding"]["shape"]) == ["batch", "seq", 128]
 
 
 def test_json_round_trip(traced: Callable[..., Architecture], tmp_path: Path) -> None:

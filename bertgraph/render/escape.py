@@ -50,11 +50,16 @@ def dot_html(text: str) -> str:
     '&lt;script&gt;alert(&quot;x&quot;) &amp; more&lt;/script&gt;'
     >>> dot_html("line\\nbreak")
     'line<br/>break'
+    >>> print(dot_html("a\\\\b"))
+    a\\\\b
     >>> dot_html("]] {} | #")
     '&#93;&#93; {} | #'
     """
     escaped = (
         visible(text)
+        # Graphviz reads two backslashes in an HTML-like label as one, even when they are
+        # written as character references: doubling each backslash shows it as written.
+        .replace("\\", "\\\\")
         .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")

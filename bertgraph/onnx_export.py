@@ -1,0 +1,676 @@
+"""PyTorch → ONNX with ``torch.onnx.export(dynamo=True)``, verified before it is kept.
+
+The steps, each timed and announced through ``progress``:
+
+1. build the model with real weights (the checkpoint's, or seeded random ones);
+2. export it through torch.export with dynamic ``batch`` and ``sequence`` (and
+   ``choices``) dimensions, falling back to the TorchScript exporter only when
+   torch.export fails;
+3. optimise the graph with the values of the weights hidden from the optimiser, so
+   that no folding or rewrite can depend on them (a fresh model's zero biases would
+   otherwise be removed and its identical LayerNorm weights merged) and every
+   parameter keeps its PyTorch name and shape;
+4. label it for Netron: nodes named after their module, model metadata (source,
+   head, config, parameter totals, weights, versions), producer ``bertgraph``;
+5. write it to a temporary folder beside the target, check it with
+   ``onnx.checker`` (``full_check``) and compare onnxruntime with PyTorch at two
+   input sizes other than the export example;
+6. only then move it into place, so a failure never leaves a partial or unverified
+   file and never replaces a good one.
+
+The same command gives a byte-identical file: names come from the traced graph,
+and the exporter's stack traces (absolute paths of this machine) are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from bertgraph.errors import OnnxError, first_line
+from bertgraph.files import check_writable
+from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs, resolve
+from bertgraph.onnx_read import CLASS_HIERARCHY_KEY, NAME_SCOPES_KEY, NAMESPACE_KEY, PRODUCER, module_of_node
+from bertgraph.onnx_verify import SEED, TOLERANCE, ParityCheck, check_file, dim_names, verify_parity
+
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+Progress = Callable[[str], None]
+
+# Output names per head, in the order of the transformers ModelOutput fields.
+OUTPUT_NAMES: dict[str, tuple[str, ...]] = {
+    "base": ("last_hidden_state", "pooler_output"),
+    "sequence-classification": ("logits",),
+    "token-classification": ("logits",),
+    "question-answering": ("start_logits", "end_logits"),
+    "masked-lm": ("logits",),
+    "multiple-choice": ("logits",),
+    "next-sentence": ("logits",),
+    "pretraining": ("prediction_logits", "seq_relationship_logits"),
+}
+
+# The opsets torch.onnx's exporter implements; others are silently left unconverted
+# by its version converter, so they are refused up front.
+MIN_OPSET = 18
+# Below MIN_OPSET the exporter converts the graph down, which works only when every op
+# existed then (LayerNormalization needs 17): tried, and refused when the result differs.
+OLDEST_OPSET = 7
+# Protobuf cannot serialise a message of 2 GiB or more; keep headroom for the graph.
+EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
+_MAX_BATCH = 4096
+_STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
+_EXPORTERS = ("auto", "dynamo", "torchscript")
+# Loggers that report the exporter's internal fallbacks; the outcome is reported instead.
+_NOISY_LOGGERS = ("torch.onnx", "onnxscript", "onnx_ir")
+
+
+@dataclass
+class OnnxExportResult:
+    """What an export produced and how it was checked (``report_lines()`` renders it)."""
+
+    path: Path
+    model: str
+    head: str
+    model_class: str
+    opset: int
+    exporter: str
+    weights: str
+    inputs: dict[str, list[int | str]]
+    outputs: dict[str, list[int | str]]
+    parameters: int
+    file_size: int = 0
+    data_path: Path | None = None
+    checked: bool = False
+    parity: list[ParityCheck] = field(default_factory=list)
+    tolerance: float = TOLERANCE
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        return self.checked and bool(self.parity)
+
+    @property
+    def max_abs_diff(self) -> float:
+        """The largest difference over every output and size (0.0 when not verified)."""
+        return max((d for check in self.parity for d in check.max_abs_diff.values()), default=0.0)
+
+    def report_lines(self) -> list[str]:
+        """A short, aligned report for the terminal."""
+        storage = f"weights in {self.data_path.name}" if self.data_path else "self-contained"
+        lines = [
+            f"model     {self.model} ({self.model_class}), head {self.head}, {self.parameters:,} parameters",
+            f"exporter  {self.exporter}, opset {self.opset}",
+            f"weights   {self.weights}",
+            f"file      {self.path.name}, {_human_bytes(self.file_size)} ({storage})",
+            "inputs    " + ", ".join(f"{n} {_dims_text(d)}" for n, d in self.inputs.items()),
+            "outputs   " + ", ".join(f"{n} {_dims_text(d)}" for n, d in self.outputs.items()),
+        ]
+        if self.checked:
+            lines.append("checker   onnx.checker full_check passed")
+        for index, check in enumerate(self.parity):
+            diffs = ", ".join(f"{name} {diff:.1e}" for name, diff in check.max_abs_diff.items())
+            label = "parity    " if index == 0 else "          "
+            lines.append(f"{label}{check.size_label()}: max |onnxruntime − PyTorch| {diffs} (≤ {self.tolerance:.0e})")
+        if not self.verified:
+            lines.append("verify    skipped (--no-verify)")
+        steps = " · ".join(f"{step} {seconds:.1f} s" for step, seconds in self.timings.items())
+        lines.append(f"time      {steps}")
+        return lines
+
+
+def _dims_text(dims: list[int | str]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _human_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} B"
+
+
+# --- public entry points -------------------------------------------------------------------
+
+
+def export_onnx(
+    model: str,
+    path: str | Path,
+    head: str = "base",
+    *,
+    opset: int | None = None,
+    verify: bool = True,
+    seq_len: int | None = None,
+    batch: int = 1,
+    allow_pickle: bool = False,
+    progress: Progress | None = None,
+    **overrides: int,
+) -> OnnxExportResult:
+    """Export a BERT model to a verified ONNX file.
+
+    Parameters:
+        model: a preset, a directory with config.json (and model.safetensors), a
+            config.json path or a cached hub id.
+        path: the ``.onnx`` file to write; weights go to ``PATH.data`` beside it above 2 GB.
+        head: one of :data:`bertgraph.load.HEADS`.
+        opset: the ONNX opset (default: the exporter's).
+        verify: run ``onnx.checker`` and compare onnxruntime with PyTorch before keeping the file.
+        seq_len, batch: the example size (default 128 positions, fewer when the model has
+            fewer); the file accepts any size up to max_position_embeddings.
+        overrides: ``layers``, ``hidden``, ``heads``, ``intermediate``, ``vocab``, ``num_labels``.
+
+    Returns:
+        An :class:`OnnxExportResult` with the figures of the export and its verification.
+
+    Raises:
+        OnnxError, CheckpointError, ConfigError, ModelReferenceError: one-line messages.
+    """
+    sizes: dict[str, int | None] = dict(overrides)
+    spec = resolve(model, head, overrides=sizes, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle)
+    return export_onnx_spec(spec, Path(path), opset=opset, verify=verify, progress=progress)
+
+
+def export_onnx_spec(
+    spec: ModelSpec,
+    output: Path,
+    opset: int | None = None,
+    verify: bool = True,
+    progress: Progress | None = None,
+    *,
+    exporter: str = "auto",
+    tolerance: float = TOLERANCE,
+    external_data_threshold: int = EXTERNAL_DATA_THRESHOLD,
+) -> OnnxExportResult:
+    """Export a resolved spec to ``output`` (see the module docstring for the steps).
+
+    Parameters:
+        exporter: ``auto`` (torch.export, TorchScript only if that fails), ``dynamo``
+            (never fall back) or ``torchscript`` (the legacy exporter).
+        tolerance: the largest absolute difference verification accepts.
+        external_data_threshold: weights above this many bytes go to ``PATH.data``.
+    """
+    say = progress or (lambda message: None)
+    if exporter not in _EXPORTERS:
+        raise OnnxError(f"unknown exporter {exporter!r}; choose one of: {', '.join(_EXPORTERS)}")
+    target = check_writable(output)
+    _check_opset(opset)
+    timings: dict[str, float] = {}
+    with _timed(timings, "build"):
+        say(f"building {spec.model_class} with {_weights_phrase(spec)}")
+        with _no_progress_bars():
+            model = build_model(spec, weights=True, seed=SEED)
+        wrapper = ExportableModel(model, OUTPUT_NAMES[spec.head])
+    onnx_model, exporter_used = _convert(wrapper, spec, opset, exporter, say, timings)
+    weights = describe_weights(spec, model)
+    _label(onnx_model, spec, model, weights, exporter_used)
+    result = OnnxExportResult(
+        path=target,
+        model=spec.name,
+        head=spec.head,
+        model_class=spec.model_class,
+        opset=_opset_of(onnx_model),
+        exporter=exporter_used,
+        weights=weights,
+        inputs=_io_dims(onnx_model.graph.inputs),
+        outputs=_io_dims(onnx_model.graph.outputs),
+        parameters=sum(p.numel() for p in model.parameters()),
+        tolerance=tolerance,
+        timings=timings,
+    )
+    external = _weight_bytes(onnx_model) > external_data_threshold
+    _write_verified(onnx_model, result, wrapper, spec, external=external, verify=verify, say=say)
+    return result
+
+
+def _convert(
+    wrapper: ExportableModel,
+    spec: ModelSpec,
+    opset: int | None,
+    exporter: str,
+    say: Progress,
+    timings: dict[str, float],
+) -> tuple[ir.Model, str]:
+    """Export, then (torch.export only) optimise with every parameter kept under its name."""
+    with _timed(timings, "export"):
+        onnx_model, exporter_used = _export(wrapper, spec, opset, exporter, say)
+    if opset is not None and _opset_of(onnx_model) != opset:
+        raise OnnxError(
+            f"the exporter could not convert {spec.model_class} to opset {opset} (it stayed at opset "
+            f"{_opset_of(onnx_model)}); use --opset between {MIN_OPSET} and {max_opset()}, or leave it out"
+        )
+    if exporter_used.startswith("torch.export"):
+        with _timed(timings, "optimise"):
+            say("optimising the ONNX graph (weights kept as they are)")
+            optimise(onnx_model)
+            name_parameters(onnx_model, wrapper.wrapped)
+            _check_parameters_kept(onnx_model, wrapper.wrapped)
+    return onnx_model, exporter_used
+
+
+def _write_verified(
+    onnx_model: ir.Model,
+    result: OnnxExportResult,
+    wrapper: ExportableModel,
+    spec: ModelSpec,
+    *,
+    external: bool,
+    verify: bool,
+    say: Progress,
+) -> None:
+    """Write into a temporary folder beside the target, verify there, then move into place."""
+    target = result.path
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        staged = staging / target.name
+        data = staged.with_name(staged.name + ".data") if external else None
+        with _timed(result.timings, "save"):
+            say(f"writing {target.name}" + (f" and {target.name}.data" if external else ""))
+            _save(onnx_model, staged, external)
+        if verify:
+            with _timed(result.timings, "check"):
+                say("checking with onnx.checker (full_check)")
+                check_file(staged)
+                result.checked = True
+            with _timed(result.timings, "verify"):
+                result.parity = verify_parity(staged, wrapper, spec, tolerance=result.tolerance, progress=say)
+        result.file_size = staged.stat().st_size + (data.stat().st_size if data else 0)
+        result.data_path = _move_into_place(staged, data, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+# --- the model wrapper ------------------------------------------------------------------
+
+
+class ExportableModel(torch.nn.Module):
+    """A transformers model that returns its head's outputs as a plain tuple.
+
+    The wrapper adopts the model's children instead of holding the model as a child,
+    so parameter names and module paths stay exactly those of ``named_parameters()``
+    (``bert.encoder.layer.0…``, not ``model.bert.encoder…``) in the exported file.
+    """
+
+    wrapped: torch.nn.Module
+
+    def __init__(self, model: torch.nn.Module, outputs: tuple[str, ...]) -> None:
+        super().__init__()
+        # Held outside the module tree: the wrapper is the root torch.export records.
+        object.__setattr__(self, "wrapped", model)
+        self.output_names = outputs
+        for name, child in model.named_children():
+            self.add_module(name, child)
+        for name, parameter in model.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        for name, buffer in model.named_buffers(recurse=False):
+            self.register_buffer(name, buffer)
+        self.train(model.training)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        result = self.wrapped.forward(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=True
+        )
+        return tuple(result[name] for name in self.output_names)
+
+
+def output_dims(spec: ModelSpec, output: str) -> tuple[str, ...]:
+    """The dynamic dimensions an output starts with (its last one may be a fixed size)."""
+    if output == "pooler_output" or output == "seq_relationship_logits":
+        return ("batch",)
+    if spec.head == "multiple-choice":
+        return ("batch", "choices")
+    if spec.head in ("sequence-classification", "next-sentence"):
+        return ("batch",)
+    return ("batch", "sequence")
+
+
+# --- exporting ----------------------------------------------------------------------------
+
+
+def max_opset() -> int:
+    """The highest opset torch.onnx's exporter declares support for."""
+    from torch.onnx import _constants
+
+    return int(getattr(_constants, "ONNX_MAX_OPSET", 23))
+
+
+def _check_opset(opset: int | None) -> None:
+    if opset is None:
+        return
+    high = max_opset()
+    if not OLDEST_OPSET <= opset <= high:
+        raise OnnxError(
+            f"opset {opset} is not one the ONNX exporter can target; use --opset between {MIN_OPSET} and {high} "
+            "(or leave it out for the exporter's default)"
+        )
+
+
+def _export(
+    wrapper: ExportableModel, spec: ModelSpec, opset: int | None, exporter: str, say: Progress
+) -> tuple[ir.Model, str]:
+    """The exported ONNX IR model and a description of the exporter that made it."""
+    if exporter == "torchscript":
+        return _export_torchscript(wrapper, spec, opset, say), "TorchScript exporter (requested)"
+    say(f"exporting {spec.model_class} with torch.export (dynamic {', '.join(dim_names(spec))})")
+    try:
+        with _quiet_exporter():
+            program = torch.onnx.export(
+                wrapper,
+                (),
+                kwargs=example_inputs(spec, device="cpu"),
+                dynamo=True,
+                dynamic_shapes=_dynamic_shapes(spec),
+                input_names=list(INPUT_NAMES),
+                output_names=list(wrapper.output_names),
+                opset_version=opset,
+                optimize=False,
+                verbose=False,
+            )
+    except Exception as error:  # whatever stops torch.export is a reason to try the legacy exporter
+        if exporter == "dynamo":
+            raise OnnxError(f"torch.export could not export {spec.model_class}: {first_line(error)}") from error
+        say(f"torch.export could not export {spec.model_class} ({first_line(error)}); using the TorchScript exporter")
+        model = _export_torchscript(wrapper, spec, opset, say)
+        return model, f"TorchScript exporter (fallback: torch.export failed: {first_line(error)})"
+    if program is None:  # only the TorchScript exporter returns nothing
+        raise OnnxError(f"torch.onnx.export returned no program for {spec.model_class}")
+    return program.model, f"torch.export (dynamo), torch {torch.__version__}"
+
+
+def _dynamic_shapes(spec: ModelSpec) -> dict[str, dict[int, Any]]:
+    from torch.export import Dim
+
+    limit = int(spec.config["max_position_embeddings"])
+    sizes = {"batch": _MAX_BATCH, "choices": _MAX_BATCH, "sequence": limit}
+    dims = {axis: Dim(name, min=1, max=sizes[name]) for axis, name in enumerate(dim_names(spec))}
+    return {name: dims for name in INPUT_NAMES}
+
+
+def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | None, say: Progress) -> ir.Model:
+    """The legacy exporter: positional inputs, ``dynamic_axes``, written to a temporary file."""
+    import onnx_ir as ir
+
+    say(f"exporting {spec.model_class} with the TorchScript exporter")
+    inputs = example_inputs(spec, device="cpu")
+    axes = {name: dict(enumerate(dim_names(spec))) for name in INPUT_NAMES}
+    axes.update({name: dict(enumerate(output_dims(spec, name))) for name in wrapper.output_names})
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.onnx"
+        try:
+            with _quiet_exporter():
+                torch.onnx.export(
+                    wrapper,
+                    tuple(inputs[name] for name in INPUT_NAMES),
+                    str(path),
+                    dynamo=False,
+                    input_names=list(INPUT_NAMES),
+                    output_names=list(wrapper.output_names),
+                    dynamic_axes=axes,
+                    opset_version=opset,
+                )
+        except Exception as error:
+            message = f"the TorchScript exporter could not export {spec.model_class}: {first_line(error)}"
+            raise OnnxError(message) from error
+        model = ir.load(path)
+        # Read every tensor now: the temporary file goes away with the folder.
+        for value in model.graph.initializers.values():
+            if value.const_value is not None:
+                value.const_value = ir.Tensor(value.const_value.numpy(), name=value.name)
+    return model
+
+
+@contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """Silence the exporter's own warnings and logs; bertgraph reports the outcome."""
+    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """transformers draws a progress bar while loading weights; bertgraph reports steps itself."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+# --- optimising without touching the weights -------------------------------------------------
+
+
+def optimise(model: ir.Model) -> None:
+    """Constant folding and the standard rewrites, with initializer values hidden.
+
+    The optimiser cannot see a tensor without a value, so it can neither fold a
+    weight into a new constant (losing its name), nor drop an all-zero bias, nor
+    merge two weights that happen to be equal: the graph is the same for random and
+    trained weights.
+    """
+    import onnx_ir as ir
+    import onnxscript.optimizer
+    import onnxscript.rewriter
+    from onnx_ir.passes import common
+
+    hidden = {name: value.const_value for name, value in model.graph.initializers.items()}
+    for value in model.graph.initializers.values():
+        value.const_value = None
+    try:
+        with _quiet_exporter():
+            for _ in range(2):
+                onnxscript.optimizer.fold_constants(model, onnx_shape_inference=True)
+                onnxscript.rewriter.rewrite(model)
+            ir.passes.Sequential(
+                common.RemoveUnusedNodesPass(),
+                common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
+                common.CommonSubexpressionEliminationPass(),
+                common.RemoveUnusedNodesPass(),
+            )(model)
+    finally:
+        for name, tensor in hidden.items():
+            if name in model.graph.initializers:
+                model.graph.initializers[name].const_value = tensor
+
+
+def name_parameters(model: ir.Model, torch_model: torch.nn.Module) -> None:
+    """Initializers under the names ``named_parameters()`` gives, in its order.
+
+    torch.export names a tied parameter after one of its aliases (the masked-LM
+    decoder weight rather than the word embeddings it is tied to); the file should
+    use the name PyTorch reports, which is also the one tables and checkpoints use.
+    """
+    first: dict[int, str] = {}
+    canonical = {
+        name: first.setdefault(id(p), name) for name, p in torch_model.named_parameters(remove_duplicate=False)
+    }
+    initializers = model.graph.initializers
+    for alias, name in canonical.items():
+        if alias != name and alias in initializers and name not in initializers:
+            initializers[alias].name = name
+    position = {name: index for index, name in enumerate(first.values())}
+    values = list(initializers.values())
+    ranked = sorted(range(len(values)), key=lambda i: (position.get(str(values[i].name), len(position)), i))
+    initializers.clear()
+    for index in ranked:
+        model.graph.register_initializer(values[index])
+
+
+def _check_parameters_kept(model: ir.Model, torch_model: torch.nn.Module) -> None:
+    """Every parameter must be an initializer under its PyTorch name and shape."""
+    initializers = model.graph.initializers
+    for name, parameter in torch_model.named_parameters():
+        value = initializers.get(name)
+        shape = list(value.shape) if value is not None and value.shape is not None else None
+        if shape != list(parameter.shape):
+            raise OnnxError(
+                f"the exported graph does not hold parameter {name} {list(parameter.shape)} as an initializer "
+                f"(found {shape}); this is a bug in the export, please report it"
+            )
+
+
+# --- labels and metadata ----------------------------------------------------------------
+
+
+def _weights_phrase(spec: ModelSpec) -> str:
+    checkpoint = spec.weights_file()
+    return f"weights from {checkpoint.name}" if checkpoint else f"random weights (seed {SEED})"
+
+
+def describe_weights(spec: ModelSpec, model: torch.nn.Module) -> str:
+    """``checkpoint model.safetensors`` or ``random (seed 0)``, naming modules a checkpoint lacked."""
+    from bertgraph.load import safetensors_shapes
+
+    checkpoint = spec.weights_file()
+    if checkpoint is None:
+        return f"random (seed {SEED})"
+    text = f"checkpoint {checkpoint.name}"
+    if not checkpoint.name.startswith("model.safetensors"):
+        return text
+    prefix = getattr(model, "base_model_prefix", "bert")
+
+    def normal(name: str) -> str:
+        return name[len(prefix) + 1 :] if name.startswith(prefix + ".") else name
+
+    stored = {normal(name) for name in safetensors_shapes(checkpoint)}
+    missing = [name for name, _ in model.named_parameters() if normal(name) not in stored]
+    if not missing:
+        return text
+    modules = list(dict.fromkeys(name.rsplit(".", 1)[0] for name in missing))
+    shown = ", ".join(modules[:4]) + (f" and {len(modules) - 4} more" if len(modules) > 4 else "")
+    return f"{text}; random (seed {SEED}) for {shown}"
+
+
+def metadata(spec: ModelSpec, weights: str, exporter: str) -> dict[str, str]:
+    """The model-level metadata Netron shows in its sidebar (and :mod:`onnx_read` reads back)."""
+    from bertgraph import __version__, stats
+    from bertgraph import graph as g
+    from bertgraph.tracing import skeleton
+
+    facts = skeleton(spec)
+    totals = stats.parameter_stats(facts)
+    tied = facts.graph.get(g.G_TIED, {})
+    return {
+        "model": spec.name,
+        "model_source": spec.source,
+        "head": spec.head,
+        "model_class": spec.model_class,
+        "config": json.dumps(spec.summary()),
+        "parameters": str(totals["total"]),
+        "parameter_groups": json.dumps(totals["groups"]),
+        "tied_parameters": json.dumps(tied, sort_keys=True),
+        "weights": weights,
+        "inputs": f"{', '.join(INPUT_NAMES)}: int64 [{', '.join(dim_names(spec))}]",
+        "example": json.dumps(dict(zip(dim_names(spec), spec.example_shape))),
+        "exporter": exporter,
+        "bertgraph_version": __version__,
+    }
+
+
+def _label(model: ir.Model, spec: ModelSpec, torch_model: torch.nn.Module, weights: str, exporter: str) -> None:
+    """Producer, description, metadata, and node names that say which module they belong to."""
+    import onnx_ir as ir
+
+    from bertgraph import __version__
+
+    model.producer_name = PRODUCER
+    model.producer_version = __version__
+    model.doc_string = f"{spec.model_class} of {spec.name} (head {spec.head}), exported by bertgraph {__version__}"
+    model.graph.name = spec.model_class
+    model.metadata_props.clear()
+    model.metadata_props.update(metadata(spec, weights, exporter))
+    wrapper = f"{ExportableModel.__module__}.{ExportableModel.__qualname__}"
+    real = f"{type(torch_model).__module__}.{type(torch_model).__qualname__}"
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        props = node.metadata_props
+        # Absolute paths of this machine: private, and they would make files differ between installs.
+        props.pop(_STACK_TRACE_KEY, None)
+        for key in (CLASS_HIERARCHY_KEY, NAMESPACE_KEY):
+            if key in props:
+                props[key] = props[key].replace(wrapper, real)
+        if NAME_SCOPES_KEY not in props:
+            continue  # named by another exporter (TorchScript scopes its names itself)
+        module, _ = module_of_node(dict(props), node.name or "")
+        if module and node.name and not node.name.startswith(module + "/"):
+            node.name = f"{module}/{node.name}"
+
+
+def _opset_of(model: ir.Model) -> int:
+    return int(model.opset_imports.get("", model.opset_imports.get("ai.onnx", 0)))
+
+
+def _io_dims(values: Any) -> dict[str, list[int | str]]:
+    dims: dict[str, list[int | str]] = {}
+    for value in values:
+        shape = value.shape if value.shape is not None else []
+        dims[str(value.name)] = [d if isinstance(d, int) else str(d.value or "?") for d in shape]
+    return dims
+
+
+# --- saving ------------------------------------------------------------------------------
+
+
+def _weight_bytes(model: ir.Model) -> int:
+    return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
+
+
+def _save(model: ir.Model, path: Path, external: bool) -> None:
+    import onnx_ir as ir
+
+    try:
+        if external:
+            ir.save(model, path, external_data=f"{path.name}.data")
+        else:
+            ir.save(model, path)
+    except (OSError, ValueError) as error:
+        raise OnnxError(f"cannot write {path.name}: {first_line(error)}") from error
+
+
+def _move_into_place(staged: Path, data: Path | None, target: Path) -> Path | None:
+    """Move the verified file (and its weights, first) over the target."""
+    moves = [(data, target.with_name(target.name + ".data"))] if data else []
+    moves.append((staged, target))
+    for source, destination in moves:
+        if destination.exists():
+            os.chmod(source, destination.stat().st_mode & 0o777)
+        os.replace(source, destination)
+    return moves[0][1] if data else None
+
+
+# --- small helpers ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[step] = timings.get(step, 0.0) + time.perf_counter() - start

@@ -1,0 +1,154 @@
+"""Is an exported ONNX file right? The full checker, then onnxruntime against PyTorch.
+
+Parity runs at two input sizes other than the export example (the second with padded
+rows in ``attention_mask``), on seeded random token ids; every output must agree with
+PyTorch eager within the tolerance, or the file is not kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bertgraph.errors import OnnxError, first_line
+from bertgraph.load import ModelSpec
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+Progress = Callable[[str], None]
+SEED = 0
+TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class ParityCheck:
+    """onnxruntime against PyTorch eager at one input size."""
+
+    shape: tuple[int, ...]
+    dims: tuple[str, ...]
+    padded_rows: int
+    max_abs_diff: dict[str, float]
+
+    def size_label(self) -> str:
+        text = " × ".join(f"{name} {size}" for name, size in zip(self.dims, self.shape))
+        rows = "row" if self.padded_rows == 1 else "rows"
+        return f"{text} ({self.padded_rows} {rows} padded)" if self.padded_rows else text
+
+
+def dim_names(spec: ModelSpec) -> tuple[str, ...]:
+    """Names of the input dimensions in the ONNX file."""
+    return ("batch", "choices", "sequence") if spec.head == "multiple-choice" else ("batch", "sequence")
+
+
+def check_file(path: Path) -> None:
+    """``onnx.checker`` with ``full_check`` (shape inference too), as a one-line error."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise OnnxError(f"onnx.checker rejected the exported model: {first_line(error)}") from error
+
+
+def parity_sizes(spec: ModelSpec) -> list[tuple[tuple[int, ...], int]]:
+    """Two input shapes other than the export example, the second with padded rows.
+
+    Returns ``[(shape, padded_rows), ...]``; shapes follow :func:`dim_names`.
+    """
+    limit = int(spec.config["max_position_embeddings"])
+    example = tuple(max(2, size) for size in spec.example_shape)
+    choices = (3, 2) if spec.head == "multiple-choice" else (None, None)
+    wanted = [(1, choices[0], 19, 0), (3, choices[1], 45, 2)]
+    sizes: list[tuple[tuple[int, ...], int]] = []
+    for batch, choice, seq, padded in wanted:
+        seq = min(seq, limit)
+        shape = tuple(s for s in (batch, choice, seq) if s is not None)
+        while (shape == example or any(shape == s for s, _ in sizes)) and seq > 1:
+            seq -= 1
+            shape = tuple(s for s in (batch, choice, seq) if s is not None)
+        sizes.append((shape, padded if seq > 1 else 0))
+    return sizes
+
+
+def random_inputs(spec: ModelSpec, shape: tuple[int, ...], padded_rows: int, seed: int) -> dict[str, np.ndarray]:
+    """Seeded token ids and segment ids; ``padded_rows`` rows end in attention-mask zeros."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    vocab = int(spec.config["vocab_size"])
+    segments = int(spec.config["type_vocab_size"])
+    mask = np.ones(shape, dtype=np.int64)
+    seq = shape[-1]
+    for row in range(1, padded_rows + 1):
+        keep = max(1, seq - row * max(1, seq // 4))
+        mask[row, ..., keep:] = 0
+    return {
+        "input_ids": rng.integers(0, vocab, size=shape, dtype=np.int64),
+        "attention_mask": mask,
+        "token_type_ids": rng.integers(0, segments, size=shape, dtype=np.int64),
+    }
+
+
+def verify_parity(
+    path: Path,
+    wrapper: torch.nn.Module,
+    spec: ModelSpec,
+    *,
+    tolerance: float = TOLERANCE,
+    progress: Progress | None = None,
+) -> list[ParityCheck]:
+    """Run the file with onnxruntime and the model in PyTorch; every output must agree.
+
+    Raises:
+        OnnxError: an output differs by more than ``tolerance``, or has another shape.
+    """
+    import onnxruntime as ort
+    import torch
+
+    say = progress or (lambda message: None)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # onnxruntime's warnings are about its own optimisations
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:
+        raise OnnxError(f"onnxruntime cannot load the exported model: {first_line(error)}") from error
+    names = [output.name for output in session.get_outputs()]
+    checks = []
+    for index, (shape, padded) in enumerate(parity_sizes(spec)):
+        check = ParityCheck(shape, dim_names(spec), padded, {})
+        say(f"verifying with onnxruntime at {check.size_label()}")
+        feeds = random_inputs(spec, shape, padded, seed=SEED + index)
+        try:
+            actual = session.run(names, feeds)
+        except Exception as error:
+            raise OnnxError(f"onnxruntime failed at {check.size_label()}: {first_line(error)}") from error
+        with torch.no_grad():
+            expected = wrapper(**{name: torch.from_numpy(array) for name, array in feeds.items()})
+        for name, ours, theirs in zip(names, actual, expected):
+            check.max_abs_diff[name] = _compare(name, ours, theirs.numpy(), check, tolerance)
+        checks.append(check)
+    return checks
+
+
+def _compare(name: str, ours: np.ndarray, theirs: np.ndarray, check: ParityCheck, tolerance: float) -> float:
+    import numpy as np
+
+    if ours.shape != theirs.shape:
+        raise OnnxError(
+            f"onnxruntime gives {name} the shape {list(ours.shape)} at {check.size_label()}, PyTorch "
+            f"{list(theirs.shape)}; the file was not written"
+        )
+    difference = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
+    worst = float(difference.max()) if difference.size else 0.0
+    if not np.isfinite(difference).all():
+        worst = float("inf")
+    if worst > tolerance:
+        raise OnnxError(
+            f"onnxruntime and PyTorch disagree on {name} at {check.size_label()}: max abs difference "
+            f"{worst:.2e} > {tolerance:g}; the file was not written"
+        )
+    return worst

@@ -1,0 +1,41 @@
+"""Layers grown from a two-layer trace equal a full trace, byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+
+from bertgraph import graph as g
+from bertgraph.load import HEADS, resolve
+from bertgraph.repeat import GrowError, check_parameters, grow_layers
+from bertgraph.tracing import trace
+
+
+@pytest.mark.parametrize("head", list(HEADS))
+def test_grown_graph_equals_full_trace(head: str) -> None:
+    spec = resolve("bert-tiny", head, overrides={"layers": 5})
+    grown, full = trace(spec, grow=True), trace(spec, grow=False)
+    assert "".join(g.generate_json(grown)) == "".join(g.generate_json(full))
+    assert g.total_params(grown) == g.total_params(full)
+
+
+def test_grown_graph_of_a_real_preset_equals_full_trace() -> None:
+    spec = resolve("bert-medium", "masked-lm")
+    assert "".join(g.generate_json(trace(spec))) == "".join(g.generate_json(trace(spec, grow=False)))
+
+
+def test_parameter_check_catches_a_wrong_count() -> None:
+    spec = resolve("bert-tiny", "sequence-classification")
+    graph = trace(spec)
+    numel = {row["name"]: row["numel"] for row in graph.graph[g.G_PARAMETERS]}
+    check_parameters(graph, numel)
+    with pytest.raises(GrowError, match="does not read every parameter"):
+        check_parameters(graph, {**numel, "bert.encoder.layer.9.output.dense.weight": 10})
+    node = next(n for n, d in graph.nodes(data=True) if d.get(g.PARAMS))
+    graph.nodes[node][g.PARAMS] += 1
+    with pytest.raises(GrowError, match="its names say otherwise"):
+        check_parameters(graph, numel)
+
+
+def test_two_layers_need_no_growing() -> None:
+    graph = trace(resolve("bert-tiny"))
+    assert grow_layers(graph, 2) is graph
