@@ -23,7 +23,9 @@ import networkx as nx
 from bertgraph import graph as g
 from bertgraph.load import ModelSpec
 
-FORMAT = 1  # bump when the graph schema changes
+FORMAT = 2  # bump when the graph schema changes
+# The code that makes a graph: an edited copy of bertgraph never reads an older graph.
+_GRAPH_CODE = ("tracing.py", "repeat.py", "graph.py", "load.py", "presets.py")
 
 
 def cache_dir() -> Path:
@@ -67,6 +69,13 @@ def _file_identity(path: Path | None) -> dict[str, Any] | None:
     return {"files": identity}
 
 
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    for name in _GRAPH_CODE:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def key(spec: ModelSpec, kind: str = "trace") -> str:
     """The cache key of a spec's graph."""
     from bertgraph import __version__
@@ -82,6 +91,7 @@ def key(spec: ModelSpec, kind: str = "trace") -> str:
         "pickle": _file_identity(spec.pickle_weights) if spec.allow_pickle else None,
         "versions": {
             "bertgraph": __version__,
+            "code": _code_digest(),
             "torch": _version("torch"),
             "transformers": _version("transformers"),
             "python": ".".join(map(str, sys.version_info[:2])),
