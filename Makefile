@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all system python node gallery test
+.PHONY: all system python node gallery test bench
 
 all: system python node gallery
 
@@ -35,3 +35,8 @@ gallery: python
 
 test: python
 	$(BIN)/python -m pytest -n 2 -q
+
+# Side-by-side measurements against torchview, torchinfo and bare torch.export (not part of the tests).
+bench: python
+	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
+	$(BIN)/python benchmarks/run.py

@@ -85,6 +85,11 @@ def new_graph(**graph_attrs: Any) -> nx.DiGraph:
     return graph
 
 
+def io_attributes(kind: str, shape: list[int | str], dtype: str, order: int) -> dict[str, Any]:
+    """Attributes of a model input or output node (``kind`` is INPUT or OUTPUT)."""
+    return {KIND: kind, SHAPE: shape, DTYPE: dtype, MODULE: "", MODULE_TYPE: "", PARAMS: 0, ORDER: order}
+
+
 def total_params(graph: nx.DiGraph) -> int:
     """Parameters counted over all nodes; equals the model's unique parameter count."""
     return sum(int(data.get(PARAMS, 0)) for _, data in graph.nodes(data=True))

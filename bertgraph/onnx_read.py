@@ -413,15 +413,7 @@ def _unique(graph: nx.DiGraph, name: str) -> str:
 
 def _io_attrs(kind: str, facts: TensorFacts | None, order: int) -> dict[str, Any]:
     facts = facts or TensorFacts([], "")
-    return {
-        g.KIND: kind,
-        g.SHAPE: facts.shape,
-        g.DTYPE: facts.dtype,
-        g.MODULE: "",
-        g.MODULE_TYPE: "",
-        g.PARAMS: 0,
-        g.ORDER: order,
-    }
+    return g.io_attributes(kind, facts.shape, facts.dtype, order)
 
 
 # --- modules and parameter rows ---------------------------------------------------------------------

@@ -150,18 +150,7 @@ def graph_from_program(
         if node.op == "placeholder":
             if node.name in user_inputs:
                 facts = _facts(node.meta.get("val"), symbols)
-                graph.add_node(
-                    node.name,
-                    **{
-                        g.KIND: g.INPUT,
-                        g.SHAPE: facts.shape,
-                        g.DTYPE: facts.dtype,
-                        g.MODULE: "",
-                        g.MODULE_TYPE: "",
-                        g.PARAMS: 0,
-                        g.ORDER: order,
-                    },
-                )
+                graph.add_node(node.name, **g.io_attributes(g.INPUT, facts.shape, facts.dtype, order))
                 kept[node.name] = node.name
                 edge_facts[node.name] = facts
             continue
@@ -229,18 +218,7 @@ def _add_outputs(
         name = names[index] if index < len(names) else f"output_{index}"
         node_id = name if name not in graph else f"{name}:output"
         facts = edge_facts[source.name]
-        graph.add_node(
-            node_id,
-            **{
-                g.KIND: g.OUTPUT,
-                g.SHAPE: facts.shape,
-                g.DTYPE: facts.dtype,
-                g.MODULE: "",
-                g.MODULE_TYPE: "",
-                g.PARAMS: 0,
-                g.ORDER: order + index,
-            },
-        )
+        graph.add_node(node_id, **g.io_attributes(g.OUTPUT, facts.shape, facts.dtype, order + index))
         graph.add_edge(kept[source.name], node_id, **{g.SHAPE: facts.shape, g.DTYPE: facts.dtype})
 
 

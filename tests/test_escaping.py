@@ -14,7 +14,7 @@ from bertgraph.api import Architecture
 from bertgraph.render import graphviz_run
 from bertgraph.render.escape import markdown_text, visible
 from tests.conftest import require
-from tests.hostile import HOSTILE_NAMES, rename_modules, squash
+from tests.helpers import HOSTILE_NAMES, rename_modules, squash
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 
 # PyTorch forbids "." in module names (it separates path components) and an empty name.

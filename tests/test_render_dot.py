@@ -15,6 +15,7 @@ import pytest
 from bertgraph.api import Architecture
 from bertgraph.load import HEADS
 from bertgraph.render import dot, graphviz_run
+from tests.helpers import shuffled as shuffle
 
 pytestmark = pytest.mark.dot
 SVG = "{http://www.w3.org/2000/svg}"
@@ -131,19 +132,8 @@ def test_deep_models_stay_small(traced: Callable[..., Architecture], dot_binary:
 
 
 def test_dot_text_ignores_insertion_order(traced: Callable[..., Architecture]) -> None:
-    import random
-
-    import networkx as nx
-
     graph = traced("bert-tiny", "question-answering").graph
-    shuffled = nx.DiGraph()
-    shuffled.graph.update(graph.graph)
-    nodes = list(graph.nodes(data=True))
-    random.Random(3).shuffle(nodes)
-    shuffled.add_nodes_from(nodes)
-    edges = list(graph.edges(data=True))
-    random.Random(4).shuffle(edges)
-    shuffled.add_edges_from(edges)
+    shuffled = shuffle(graph, 3)
     for depth in range(5):
         assert dot.generate_dot(graph, depth) == dot.generate_dot(shuffled, depth)
 

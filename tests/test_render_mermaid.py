@@ -12,6 +12,7 @@ from bertgraph.api import Architecture
 from bertgraph.load import HEADS
 from bertgraph.render import mermaid
 from tests.conftest import require
+from tests.helpers import shuffled as shuffle
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 
 
@@ -81,18 +82,7 @@ def test_cli_reports_the_fallback_on_stderr(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_mermaid_text_ignores_insertion_order(traced: Callable[..., Architecture]) -> None:
-    import random
-
-    import networkx as nx
-
     graph = traced("bert-tiny", "pretraining").graph
-    shuffled = nx.DiGraph()
-    shuffled.graph.update(graph.graph)
-    nodes = list(graph.nodes(data=True))
-    random.Random(5).shuffle(nodes)
-    shuffled.add_nodes_from(nodes)
-    edges = list(graph.edges(data=True))
-    random.Random(6).shuffle(edges)
-    shuffled.add_edges_from(edges)
+    shuffled = shuffle(graph, 5)
     for depth in range(5):
         assert mermaid.generate_mermaid(graph, depth).text == mermaid.generate_mermaid(shuffled, depth).text

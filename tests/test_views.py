@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 from collections.abc import Callable
 
 import networkx as nx
@@ -13,6 +12,7 @@ from bertgraph import graph as g
 from bertgraph import stats, views
 from bertgraph.api import Architecture
 from bertgraph.load import HEADS
+from tests.helpers import shuffled as shuffle
 
 
 def nodes_of(shown: nx.DiGraph, kind: str = g.MODULE_NODE) -> list[str]:
@@ -128,14 +128,7 @@ def test_diff_of_label_counts_is_a_change(traced: Callable[..., Architecture]) -
 
 def test_views_do_not_depend_on_insertion_order(traced: Callable[..., Architecture]) -> None:
     graph = traced("bert-tiny", "sequence-classification").graph
-    shuffled = nx.DiGraph()
-    shuffled.graph.update(graph.graph)
-    nodes = list(graph.nodes(data=True))
-    random.Random(7).shuffle(nodes)
-    shuffled.add_nodes_from(nodes)
-    edges = list(graph.edges(data=True))
-    random.Random(8).shuffle(edges)
-    shuffled.add_edges_from(edges)
+    shuffled = shuffle(graph, 7)
     for level in range(5):
         a, b = views.view(graph, level), views.view(shuffled, level)
         assert list(a.nodes) == list(b.nodes)

@@ -9,6 +9,7 @@ content and the same highlighting.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,19 @@ class Diagram:
     same_rank: list[tuple[str, ...]] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     compare: bool = False
+
+    def nodes_by_cluster(self) -> dict[str | None, list[Node]]:
+        """Nodes grouped by the innermost cluster they sit in (``None``: outside every cluster)."""
+        grouped: dict[str | None, list[Node]] = defaultdict(list)
+        for node in self.nodes:
+            grouped[self.membership.get(node.id)].append(node)
+        return grouped
+
+    def clusters_by_parent(self) -> dict[str | None, list[Cluster]]:
+        grouped: dict[str | None, list[Cluster]] = defaultdict(list)
+        for cluster in self.clusters:
+            grouped[cluster.parent].append(cluster)
+        return grouped
 
 
 def lookup_path(path: str) -> str:

@@ -7,7 +7,6 @@ through :func:`~bertgraph.render.escape.dot_html` or
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -139,12 +138,8 @@ def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = Non
     yield f"  node {node_defaults}"
     yield f"  edge {edge_defaults}"
 
-    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
-    for node in diagram.nodes:
-        nodes_in[diagram.membership.get(node.id)].append(node)
-    children: dict[str | None, list[Cluster]] = defaultdict(list)
-    for cluster in diagram.clusters:
-        children[cluster.parent].append(cluster)
+    nodes_in = diagram.nodes_by_cluster()
+    children = diagram.clusters_by_parent()
 
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):

@@ -17,7 +17,7 @@ import networkx as nx
 from bertgraph.errors import RenderError
 from bertgraph.files import write_atomic
 from bertgraph.render import style
-from bertgraph.render.diagram import Cluster, Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.diagram import Diagram, Node, build_comparison, build_diagram
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
 
 MAX_EDGES = 500
@@ -58,12 +58,8 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
     if theme == "dark":
         yield '%%{init: {"theme": "dark"}}%%'
     yield "flowchart TB"
-    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
-    for node in diagram.nodes:
-        nodes_in[diagram.membership.get(node.id)].append(node)
-    children: dict[str | None, list[Cluster]] = defaultdict(list)
-    for cluster in diagram.clusters:
-        children[cluster.parent].append(cluster)
+    nodes_in = diagram.nodes_by_cluster()
+    children = diagram.clusters_by_parent()
 
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):

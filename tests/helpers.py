@@ -1,8 +1,9 @@
-"""Graphs whose module names hold everything a label escaper must survive."""
+"""Graphs made for tests: hostile module names, shuffled insertion order."""
 
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
 import networkx as nx
@@ -55,3 +56,16 @@ def rename_modules(graph: nx.DiGraph, mapping: dict[str, str], title: str | None
 def squash(text: str) -> str:
     """Text without whitespace, for comparing what a reader sees."""
     return "".join(text.split())
+
+
+def shuffled(graph: nx.DiGraph, seed: int) -> nx.DiGraph:
+    """The same graph with nodes and edges inserted in a random order."""
+    result = nx.DiGraph()
+    result.graph.update(graph.graph)
+    nodes = list(graph.nodes(data=True))
+    random.Random(seed).shuffle(nodes)
+    result.add_nodes_from(nodes)
+    edges = list(graph.edges(data=True))
+    random.Random(seed + 1).shuffle(edges)
+    result.add_edges_from(edges)
+    return result
