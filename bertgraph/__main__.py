@@ -1,7 +1,5 @@
 """``python -m bertgraph`` runs the command line."""
 
-import sys
+from bertgraph.cli import run
 
-from bertgraph.cli import main
-
-sys.exit(main())
+run()

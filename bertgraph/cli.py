@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -386,6 +387,22 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def _warn(message: str) -> None:
     print(f"bertgraph: {message}", file=sys.stderr)
+
+
+def run() -> None:
+    """The ``bertgraph`` executable: :func:`main`, then a quick exit.
+
+    Once torch and transformers are loaded, an orderly interpreter shutdown takes about
+    a second (tearing down their modules), longer than many commands themselves. Every
+    file bertgraph writes is complete and closed by then, so the process flushes its
+    streams and leaves without that teardown.
+    """
+    status = main()
+    if "torch" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

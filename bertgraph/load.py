@@ -465,15 +465,18 @@ def _config_kwargs(config: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def example_inputs(spec: ModelSpec, device: str | torch.device = "meta") -> dict[str, torch.Tensor]:
+def example_inputs(
+    spec: ModelSpec, device: str | torch.device = "meta", shape: tuple[int, ...] | None = None
+) -> dict[str, torch.Tensor]:
     """Example ``input_ids``/``attention_mask``/``token_type_ids`` for tracing.
 
-    Dimensions the graph shows symbolically must be at least 2 here: torch.export
-    specialises a size-1 dimension to a constant.
+    Without ``shape``, the spec's example size with every dimension at least 2:
+    torch.export specialises a size-1 dimension to a constant.
     """
     import torch
 
-    shape = tuple(max(2, size) for size in spec.example_shape)
+    if shape is None:
+        shape = tuple(max(2, size) for size in spec.example_shape)
     ids = torch.zeros(shape, dtype=torch.long, device=device)
     return {
         "input_ids": ids,

@@ -2,9 +2,10 @@
 
 torch.export records, for every aten op, its output as a fake tensor (``meta["val"]``)
 and the module call stack it ran in (``meta["nn_module_stack"]``). That is all the graph
-needs: no hooks, no patched torch globals. Batch and sequence are exported as dynamic
-dimensions, so shapes come out symbolic (``[batch, seq, 768]``) instead of as numbers
-that could be confused with a hidden size.
+needs: no hooks, no patched torch globals. Batch and sequence come out named
+(``[batch, seq, 768]``), never as numbers that could be confused with a hidden size:
+two exports at different example sizes tell them apart (:mod:`bertgraph.dims`), with
+one dynamic-shape export as the fallback.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import networkx as nx
 
 from bertgraph import graph as g
+from bertgraph.dims import DimsError, example_sizes, name_dims
 from bertgraph.errors import TraceError
 from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs
 from bertgraph.repeat import TRACED_LAYERS, GrowError, check_parameters, grow_layers
@@ -51,11 +53,12 @@ def trace(spec: ModelSpec, grow: bool = True) -> nx.DiGraph:
     model = build_model(spec)
     layers = int(spec.config["num_hidden_layers"])
     if grow and layers > TRACED_LAYERS:
-        small = replace(spec, config={**spec.config, "num_hidden_layers": TRACED_LAYERS},
-                        weights=None, pickle_weights=None)
+        small = replace(
+            spec, config={**spec.config, "num_hidden_layers": TRACED_LAYERS}, weights=None, pickle_weights=None
+        )
         small_model = build_model(small)
         try:
-            grown = grow_layers(graph_from_program(export_program(small_model, small), small_model, small), layers)
+            grown = grow_layers(trace_module(small_model, small), layers)
             _, tied = _canonical_parameter_names(model)
             grown.graph.update(_graph_attributes(model, spec, "meta", tied))
             check_parameters(grown, {name: p.numel() for name, p in model.named_parameters()})
@@ -76,26 +79,45 @@ def skeleton(spec: ModelSpec) -> nx.DiGraph:
 
 
 def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta") -> nx.DiGraph:
-    """Export ``model`` on the spec's example inputs and build the annotated graph."""
-    program = export_program(model, spec)
-    return graph_from_program(program, model, spec, weights=weights)
+    """Export ``model`` and build the annotated graph, batch and sequence named.
+
+    Two exports with fixed example sizes name the dimensions (:mod:`bertgraph.dims`);
+    where they cannot, one export with dynamic dimensions does.
+    """
+    limit = int(spec.config["max_position_embeddings"])
+    sizes = example_sizes(spec.dim_names, limit)
+    if sizes is not None:
+        graphs = []
+        for example in sizes:
+            shape = tuple(example[name] for name in spec.dim_names)
+            graphs.append(graph_from_program(export_program(model, spec, shape), model, spec, weights=weights))
+        try:
+            return name_dims(graphs[0], graphs[1], *sizes)
+        except DimsError:
+            pass
+    return graph_from_program(export_program(model, spec), model, spec, weights=weights)
 
 
-def export_program(model: torch.nn.Module, spec: ModelSpec) -> ExportedProgram:
-    """torch.export with dynamic batch and sequence; a failure names the module it stopped in."""
+def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ...] | None = None) -> ExportedProgram:
+    """torch.export at a fixed ``shape``, or with dynamic batch and sequence when it is None.
+
+    A failure names the module it stopped in.
+    """
     import torch
     from torch.export import Dim
 
     device = next(model.parameters()).device
-    inputs = example_inputs(spec, device=device)
-    limit = int(spec.config["max_position_embeddings"])
-    dims = {
-        axis: Dim(name, min=1, max=max(limit, 2) if name == "seq" else 4096) for axis, name in enumerate(spec.dim_names)
-    }
-    dynamic = {name: dims for name in INPUT_NAMES}
+    inputs = example_inputs(spec, device=device, shape=shape)
     try:
+        if shape is not None:
+            return torch.export.export(model, (), inputs, strict=False)
+        limit = int(spec.config["max_position_embeddings"])
+        dims = {
+            axis: Dim(name, min=1, max=max(limit, 2) if name == "seq" else 4096)
+            for axis, name in enumerate(spec.dim_names)
+        }
         try:
-            return torch.export.export(model, (), inputs, dynamic_shapes=dynamic, strict=False)
+            return torch.export.export(model, (), inputs, dynamic_shapes=dict.fromkeys(INPUT_NAMES, dims), strict=False)
         except torch._dynamo.exc.UserError:
             # A config that pins a dimension (tiny max_position_embeddings, say) still
             # traces with fixed sizes; its shapes are then shown as numbers.

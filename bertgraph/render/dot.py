@@ -16,7 +16,7 @@ import networkx as nx
 from bertgraph.files import write_atomic
 from bertgraph.render import style
 from bertgraph.render.diagram import Cluster, Diagram, Node, build_comparison, build_diagram
-from bertgraph.render.escape import dot_html, dot_string
+from bertgraph.render.escape import dot_html, dot_id, dot_string
 
 FONT = "Helvetica,Arial,sans-serif"
 
@@ -44,7 +44,7 @@ def _cluster_label(cluster: Cluster) -> str:
     )
 
 
-def _node_line(node: Node, colours: dict[str, Any]) -> str:
+def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
     palette = colours["kinds"][node.kind]
     attrs: dict[str, str | float] = {
         "label": _node_label(node, colours),
@@ -61,7 +61,7 @@ def _node_line(node: Node, colours: dict[str, Any]) -> str:
     if node.highlight:
         attrs["penwidth"] = 2.5
         attrs["color"] = colours["added"]
-    return f"{dot_string(node.id)} {_attrs(**attrs)}"
+    return f"{dot_string(ident)} {_attrs(**attrs)}"
 
 
 def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
@@ -86,7 +86,7 @@ def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
     ]
 
 
-def _legend(diagram: Diagram, colours: dict[str, Any]) -> str:
+def _legend(diagram: Diagram, colours: dict[str, Any], ident: str) -> str:
     rows = []
     for kind in diagram.kinds:
         palette = colours["kinds"][kind]
@@ -101,7 +101,7 @@ def _legend(diagram: Diagram, colours: dict[str, Any]) -> str:
             f'<td align="left"><font point-size="10" color="{colours["text"]}">only in this variant</font></td></tr>'
         )
     table = '<table border="0" cellspacing="3" cellpadding="2">' + "".join(rows) + "</table>"
-    return f'"legend" [shape=plain, style="", label=<{table}>, tooltip="legend"]'
+    return f'{dot_string(ident)} [shape=plain, style="", label=<{table}>, tooltip="legend"]'
 
 
 def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = None) -> Iterable[str]:
@@ -141,11 +141,16 @@ def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = Non
     nodes_in = diagram.nodes_by_cluster()
     children = diagram.clusters_by_parent()
 
+    ids: dict[str, str] = {}
+
+    def ident(name: str) -> str:
+        return dot_id(name, ids)
+
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):
-            yield indent + _node_line(node, colours)
+            yield indent + _node_line(node, colours, ident(node.id))
         for cluster in children.get(parent, []):
-            yield f"{indent}subgraph {dot_string('cluster_' + cluster.id)} {{"
+            yield f"{indent}subgraph {dot_string('cluster_' + ident('cluster ' + cluster.id))} {{"
             for line in _cluster_lines(cluster, colours):
                 yield f"{indent}  {line}"
             yield from emit(cluster.id, indent + "  ")
@@ -159,11 +164,11 @@ def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = Non
         elif edge.style == "mask":
             attrs["style"] = "dotted"
         suffix = f" {_attrs(**attrs)}" if attrs else ""
-        yield f"  {dot_string(edge.source)} -> {dot_string(edge.target)}{suffix}"
+        yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:
-        yield "  { rank=same; " + " ".join(dot_string(n) + ";" for n in group) + " }"
+        yield "  { rank=same; " + " ".join(dot_string(ident(n)) + ";" for n in group) + " }"
     if diagram.kinds:
-        yield "  " + _legend(diagram, colours)
+        yield "  " + _legend(diagram, colours, ident(" legend"))  # a name no module path can have
     yield "}"
 
 

@@ -43,6 +43,31 @@ def dot_string(text: str) -> str:
     return f'"{escaped}"'
 
 
+_UNSAFE_DOT_ID = re.compile(r"[^A-Za-z0-9_.:\-]+")
+
+
+def dot_id(name: str, taken: dict[str, str]) -> str:
+    """A node or cluster id made of letters, digits and ``_.:-`` only, unique within ``taken``.
+
+    Graphviz copies ids into SVG ``<title>`` elements and leaves text that looks like an
+    entity (``&x;``) unescaped, so user text never becomes an id; labels and tooltips
+    carry the names instead. ``taken`` maps names already seen to their ids.
+
+    >>> seen = {}
+    >>> dot_id("bert.encoder.layer.0-11", seen), dot_id("a&;b", seen), dot_id("a<>b", seen), dot_id("a&;b", seen)
+    ('bert.encoder.layer.0-11', 'a_b', 'a_b_2', 'a_b')
+    """
+    if name in taken:
+        return taken[name]
+    base = _UNSAFE_DOT_ID.sub("_", name) or "_"
+    candidate, number = base, 2
+    used = set(taken.values())
+    while candidate in used:
+        candidate, number = f"{base}_{number}", number + 1
+    taken[name] = candidate
+    return candidate
+
+
 def dot_html(text: str) -> str:
     """Text inside a Graphviz HTML-like label (``label=<...>``).
 
