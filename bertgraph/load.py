@@ -13,6 +13,7 @@ import json
 import os
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,7 +144,7 @@ def resolve(
     reference: str,
     head: str = "base",
     *,
-    overrides: dict[str, int | None] | None = None,
+    overrides: Mapping[str, int | None] | None = None,
     batch: int = 1,
     seq_len: int | None = None,
     allow_pickle: bool = False,

@@ -17,13 +17,14 @@ import sys
 import traceback
 from dataclasses import replace
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
 from bertgraph import graph as g
 from bertgraph.dims import DimsError, example_sizes, name_dims
-from bertgraph.errors import TraceError
+from bertgraph.errors import TraceError, first_line
 from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs
 from bertgraph.repeat import TRACED_LAYERS, GrowError, check_parameters, grow_layers
 
@@ -127,20 +128,25 @@ def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ..
 
 
 def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec) -> str:
-    """One line naming the deepest module (and its source line) the failed trace was in."""
+    """One line naming the deepest module the failed trace was in, and the line it stopped at.
+
+    The line is the innermost frame outside torch itself: the model's (or a hook's) code.
+    """
+    import torch
+
     names = {id(module): name for name, module in model.named_modules()}
-    where = ""
+    torch_dir = str(Path(torch.__file__).parent)
+    module_text = line_text = ""
     for frame, lineno in traceback.walk_tb(error.__traceback__):
         owner = frame.f_locals.get("self")
         if id(owner) in names:
-            path = names[id(owner)] or "<root>"
-            line = linecache.getline(frame.f_code.co_filename, lineno).strip()
-            where = (
-                f" in module '{path}' ({type(owner).__name__}) at "
-                f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{lineno} `{line}`"
-            )
-    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return f"torch.export could not trace {spec.name} ({spec.model_class}){where}: {message}"
+            module_text = f" in module '{names[id(owner)] or '<root>'}' ({type(owner).__name__})"
+        filename = frame.f_code.co_filename
+        if not filename.startswith(torch_dir):
+            code = linecache.getline(filename, lineno).strip()
+            line_text = f" at {Path(filename).name}:{lineno} `{code}`"
+    message = first_line(error)
+    return f"torch.export could not trace {spec.name} ({spec.model_class}){module_text}{line_text}: {message}"
 
 
 # --- ExportedProgram → graph ------------------------------------------------------------
@@ -234,7 +240,8 @@ def _add_outputs(
     order: int,
 ) -> None:
     names = _output_names(program)
-    for index, source in enumerate(node.args[0]):
+    outputs = node.args[0]
+    for index, source in enumerate(outputs if isinstance(outputs, (list, tuple)) else [outputs]):
         if source is None or getattr(source, "name", None) not in kept:
             continue
         name = names[index] if index < len(names) else f"output_{index}"

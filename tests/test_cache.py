@@ -25,8 +25,7 @@ PROBE = (
 def run(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BERTGRAPH_CACHE_DIR": str(folder)}
     env.pop("BERTGRAPH_NO_CACHE", None)
-    return subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env,
-                          check=False)
+    return subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, check=False)
 
 
 @pytest.mark.parametrize("command", [["summary"], ["params"], ["render", "--format", "dot"]])
@@ -56,8 +55,12 @@ def test_corrupt_entry_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     expected = load(spec).params()
     entry = tmp_path / "cache" / f"{cache.key(spec)}.json"
     assert entry.is_file() and cache.load(spec) is not None
-    for garbage in ("{not json", json.dumps({"format": cache.FORMAT, "graph": {"nodes": 3}}), "",
-                    json.dumps({"format": cache.FORMAT - 1, "graph": {}})):
+    for garbage in (
+        "{not json",
+        json.dumps({"format": cache.FORMAT, "graph": {"nodes": 3}}),
+        "",
+        json.dumps({"format": cache.FORMAT - 1, "graph": {}}),
+    ):
         entry.write_text(garbage)
         assert cache.load(spec) is None
         assert load(spec).params() == expected

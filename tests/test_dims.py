@@ -46,3 +46,26 @@ def test_models_with_few_positions_fall_back_to_a_dynamic_export(tmp_path) -> No
     graph = trace_module(build_model(spec), spec)
     assert graph.nodes["input_ids"][g.SHAPE][0] == "batch"
     assert g.total_params(graph) == sum(p.numel() for p in build_model(spec).parameters())
+
+
+def test_trace_failure_names_module_and_line() -> None:
+    import torch
+
+    from bertgraph.errors import TraceError
+
+    spec = resolve("bert-tiny", "sequence-classification")
+    model = build_model(spec)
+    attention = model.bert.encoder.layer[1].attention.self
+
+    def data_dependent(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:  # type: ignore[type-arg]
+        if args[0].sum() > 0:  # branching on values cannot be exported
+            raise AssertionError("unreachable")
+
+    attention.register_forward_pre_hook(data_dependent, with_kwargs=True)
+    with pytest.raises(TraceError) as caught:
+        export_program(model, spec, (2, 7))
+    message = str(caught.value)
+    assert message.startswith("torch.export could not trace bert-tiny (BertForSequenceClassification)")
+    assert "in module 'bert.encoder.layer.1.attention.self' (BertSelfAttention)" in message
+    assert "test_dims.py" in message and "`if args[0].sum() > 0:" in message
+    assert "\n" not in message

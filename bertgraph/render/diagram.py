@@ -237,7 +237,7 @@ class _Labeller:
         type_line = module_type + (f" × {repeat}" if repeat > 1 else "")
         if info.get("sizes") and info.get("type") not in ("ModuleList",):
             type_line += f" {info['sizes']}"
-        lines = (type_line, _params_line(params, repeat), shape_text)
+        module_lines = (type_line, _params_line(params, repeat), shape_text)
         tooltip = f"{display_name(module, self.backbone) or 'model'} ({module_type})"
         if repeat > 1:
             tooltip += f"\n{repeat} identical layers folded into one"
@@ -245,7 +245,7 @@ class _Labeller:
         else:
             tooltip += f"\n{figures.count(params)} parameters"
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
-        return Node(node_id, self.short_name(module), lines, tooltip + fold_note, kind, "module")
+        return Node(node_id, self.short_name(module), module_lines, tooltip + fold_note, kind, "module")
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
