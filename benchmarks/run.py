@@ -295,33 +295,36 @@ def targets(results: dict[str, dict[str, Series]]) -> list[tuple[str, str, bool]
     return rows
 
 
-def plot(sweep: dict[str, Series], path: Path) -> None:
+def plot(sweep: dict[str, tuple[float, float]], path: Path) -> None:
+    """Time and memory against layer count; ``sweep`` maps "tool @ layers" to (seconds, peak MB)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     tools: dict[str, list[tuple[int, float, float]]] = {}
-    for key, series in sweep.items():
+    for key, (seconds, peak_mb) in sweep.items():
         name, layers = key.rsplit(" @ ", 1)
-        tools.setdefault(name, []).append((int(layers), series.seconds, series.peak_mb / 1024))
+        tools.setdefault(name, []).append((int(layers), seconds, peak_mb / 1024))
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
     for name, points in sorted(tools.items()):
         points.sort()
-        style = "-o" if name.startswith("bertgraph") else "--s"
-        left.plot(
-            [p[0] for p in points], [p[1] for p in points], style, label=name, linewidth=2 if "bertgraph" in name else 1
-        )
-        right.plot(
-            [p[0] for p in points], [p[2] for p in points], style, label=name, linewidth=2 if "bertgraph" in name else 1
-        )
+        ours = name.startswith("bertgraph")
+        layers = [p[0] for p in points]
+        left.plot(layers, [p[1] for p in points], "-o" if ours else "--s", label=name, linewidth=2 if ours else 1)
+        right.plot(layers, [p[2] for p in points], "-o" if ours else "--s", label=name, linewidth=2 if ours else 1)
     for axis, label in ((left, "wall time (s)"), (right, "peak memory (GiB)")):
         axis.set_xscale("log", base=2)
         axis.set_xticks(SWEEP_LAYERS, [str(n) for n in SWEEP_LAYERS])
         axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.yaxis.set_minor_formatter(NullFormatter())
         axis.set_xlabel("encoder layers (hidden 1024)")
         axis.set_ylabel(label)
         axis.grid(True, which="both", alpha=0.3)
+    left.set_yticks([3, 5, 10, 20, 50])
+    right.set_yticks([0.25, 0.5, 1, 2, 5, 10])
     left.legend(fontsize=8)
     figure.suptitle("Whole-process cost against depth (sequence-classification head)")
     figure.tight_layout()
@@ -368,7 +371,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--suites", default=",".join(SUITES), help=f"comma-separated: {', '.join(SUITES)}")
     parser.add_argument("--runs", type=int, default=3, help="recorded runs per command (default 3)")
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--replot", action="store_true", help="redraw scaling.png from results.json only")
     args = parser.parse_args(argv)
+    if args.replot:
+        saved = json.loads((args.output.parent / "results.json").read_text())["sweep"]
+        plot({k: (v["seconds"], v["peak_mb"]) for k, v in saved.items()}, args.output.parent / "scaling.png")
+        return 0
     chosen = [name.strip() for name in args.suites.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in RUNNERS]
     if unknown:
@@ -384,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(line, file=sys.stderr)
     write_results(results, args.runs, args.output)
     if "sweep" in results:
-        plot(results["sweep"], args.output.parent / "scaling.png")
+        plot({k: (v.seconds, v.peak_mb) for k, v in results["sweep"].items()}, args.output.parent / "scaling.png")
     (args.output.parent / "results.json").write_text(
         json.dumps(
             {
