@@ -349,7 +349,7 @@ def build_diagram(
     for key, cluster in clusters.items():
         params = cluster_params.get(key, 0)
         if cluster.role == BACKBONE:
-            name = f"{backbone}: {backbone_type}" if backbone else backbone_type
+            name = f"{backbone} ({backbone_type})" if backbone else backbone_type
             title = f"encoder-only backbone · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
             title = f"task head · {graph.graph.get(g.G_HEAD, '')} · {_params_line(params, 1)}"

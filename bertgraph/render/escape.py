@@ -159,8 +159,8 @@ def mermaid_text(text: str) -> str:
 
     >>> mermaid_text('say "hi" <b>#1</b> & `x`')
     'say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt; #amp; #96;x#96;'
-    >>> mermaid_text("a\\nb"), mermaid_text("end | [x] {y}"), mermaid_text("style:#")
-    ('a<br/>b', 'end #124; #91;x#93; #123;y#125;', 'style#58;#35;')
+    >>> mermaid_text("a\\nb"), mermaid_text("end | [x] {y};"), mermaid_text("style:#")
+    ('a<br/>b', 'end | [x] {y};', 'style#58;#35;')
     """
     out = []
     for char in visible(text):
@@ -174,18 +174,14 @@ def mermaid_text(text: str) -> str:
 
 
 _MERMAID_ENTITIES = {
+    # Inside a double-quoted label these would end the label, open HTML, or start an entity
+    # code; brackets, braces, pipes and semicolons show as they are.
     "#": "#35;",
     '"': "#quot;",
     "<": "#lt;",
     ">": "#gt;",
     "&": "#amp;",
     "`": "#96;",
-    "|": "#124;",
-    "[": "#91;",
-    "]": "#93;",
-    "{": "#123;",
-    "}": "#125;",
-    ";": "#59;",
     # Mermaid drops the last ";" of a line that has "style"/"classDef" then ":" then "#": with
     # no raw ":" in a label, a module named "style" cannot trigger that.
     ":": "#58;",
