@@ -10,6 +10,16 @@ import networkx as nx
 
 from bertgraph import graph as g
 
+# What a depth-2 diagram of bert-base with the sequence-classification head must show, in any format.
+DEPTH_TWO_LABELS = (
+    "layer.0-11",
+    "BertLayer × 12",
+    "7.09M params each · 85.1M in all",
+    "[batch, seq, 768]",
+    "classifier",
+    "Linear 768 → 2",
+)
+
 HOSTILE_NAMES = [
     'say "hi"',
     "<script>alert(1)</script>",

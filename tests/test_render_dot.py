@@ -15,6 +15,7 @@ import pytest
 from bertgraph.api import Architecture
 from bertgraph.load import HEADS
 from bertgraph.render import dot, graphviz_run
+from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
 
 pytestmark = pytest.mark.dot
@@ -51,12 +52,7 @@ def test_depth_two_labels_and_tooltips(traced: Callable[..., Architecture], dot_
     svg = graphviz_run.render(arch.to_dot(2), "svg")
     text = svg_texts(svg)
     for label in (
-        "layer.0-11",
-        "BertLayer × 12",
-        "7.09M params each · 85.1M in all",
-        "[batch, seq, 768]",
-        "classifier",
-        "Linear 768 → 2",
+        *DEPTH_TWO_LABELS,
         "1,538 params",
         "task head · sequence-classification",
         "encoder-only backbone",

@@ -12,6 +12,7 @@ from bertgraph.api import Architecture
 from bertgraph.load import HEADS
 from bertgraph.render import mermaid
 from tests.conftest import require
+from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 
@@ -38,12 +39,7 @@ def test_every_head_at_depths_one_to_three_renders(traced: Callable[..., Archite
     assert failures == {}
     text = svg_text(results["sequence-classification-2"].svg)
     for label in (
-        "layer.0-11",
-        "BertLayer × 12",
-        "7.09M params each · 85.1M in all",
-        "[batch, seq, 768]",
-        "classifier",
-        "Linear 768 → 2",
+        *DEPTH_TWO_LABELS,
         "task head · sequence-classification · 1,538 params",
     ):
         assert label in text, label
