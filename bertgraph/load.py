@@ -14,7 +14,7 @@ import os
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -327,12 +327,6 @@ def _find_weights(directory: Path) -> tuple[Path | None, Path | None]:
     safe = next((directory / f for f in SAFETENSORS_FILES if (directory / f).is_file()), None)
     pickled = next((directory / f for f in PICKLE_FILES if (directory / f).is_file()), None)
     return safe, pickled
-
-
-def with_example(spec: ModelSpec, batch: int, seq_len: int) -> ModelSpec:
-    """The same model with another example size (validated)."""
-    _validate_example(spec.config, batch, seq_len)
-    return replace(spec, batch=batch, seq_len=seq_len)
 
 
 # --- checkpoint headers (no torch needed) -------------------------------------------

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
@@ -464,11 +464,3 @@ def _signature(graph: nx.DiGraph, nodes: list[str], prefix: str) -> str:
         )
         parts.append(sorted(position[s] for s in graph.successors(node) if s in position))
     return hashlib.sha256(repr(parts).encode()).hexdigest()
-
-
-def check_totals(views: Iterable[nx.DiGraph], total: int) -> None:
-    """Assert that every view still counts ``total`` parameters (a guard for renderers)."""
-    for item in views:
-        counted = g.total_params(item)
-        if counted != total:
-            raise AssertionError(f"view counts {counted} parameters, model has {total}")

@@ -160,3 +160,13 @@ def test_missing_dot_names_the_package_and_keeps_the_dot(tmp_path: Path) -> None
     assert f"wrote the DOT source to {tmp_path / 'bert.dot'}" in result.stderr
     assert not target.exists()
     assert (tmp_path / "bert.dot").read_text().startswith("digraph bertgraph {")
+
+
+def test_write_functions(traced: Callable[..., Architecture], tmp_path: Path) -> None:
+    from bertgraph.render import mermaid
+
+    graph = traced("bert-tiny", "next-sentence").graph
+    dot.write_dot(graph, tmp_path / "a.dot", depth=1)
+    mermaid.write_mermaid(graph, tmp_path / "a.md", depth=1)
+    assert (tmp_path / "a.dot").read_text() == dot.generate_dot(graph, depth=1)
+    assert (tmp_path / "a.md").read_text() == mermaid.fenced(mermaid.generate_mermaid(graph, depth=1).text)
