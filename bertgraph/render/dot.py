@@ -65,15 +65,7 @@ def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
 
 
 def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
-    fill, border, width = colours["cluster_fill"], colours["cluster_border"], 1.0
-    if cluster.role == "backbone":
-        fill = colours["backbone_fill"]
-    if cluster.role == "head":
-        fill, border, width = colours["head_fill"], colours["head_border"], 2.0
-    if cluster.role == "variant":
-        fill = colours["background"]
-    if cluster.highlight:
-        border, width = colours["added"], 2.0
+    fill, border, width = style.cluster_look(cluster.role, cluster.highlight, colours)
     return [
         f"label={_cluster_label(cluster)}",
         f"tooltip={dot_string(cluster.title)}",

@@ -109,14 +109,8 @@ def _class_lines(diagram: Diagram, colours: dict[str, Any], node_id: Any) -> Ite
 
 def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) -> Iterable[str]:
     for cluster in diagram.clusters:
-        fill, border, width = colours["cluster_fill"], colours["cluster_border"], 1
-        if cluster.role == "head":
-            fill, border, width = colours["head_fill"], colours["head_border"], 2
-        elif cluster.role == "variant":
-            fill = colours["background"]
-        if cluster.highlight:
-            border, width = colours["added"], 2
-        look = f"fill:{fill},stroke:{border},stroke-width:{width}px,color:{colours['text']}"
+        fill, border, width = style.cluster_look(cluster.role, cluster.highlight, colours)
+        look = f"fill:{fill},stroke:{border},stroke-width:{width:g}px,color:{colours['text']}"
         yield f"  style {cluster_id(cluster.id)} {look}"
 
 

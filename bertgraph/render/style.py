@@ -90,6 +90,20 @@ def theme(name: str) -> dict[str, Any]:
     return THEMES[name]
 
 
+def cluster_look(role: str, highlight: bool, colours: dict[str, Any]) -> tuple[str, str, float]:
+    """(fill, border, border width) of a cluster: backbone, head, variant or module."""
+    fill, border, width = colours["cluster_fill"], colours["cluster_border"], 1.0
+    if role == "backbone":
+        fill = colours["backbone_fill"]
+    elif role == "head":
+        fill, border, width = colours["head_fill"], colours["head_border"], 2.0
+    elif role == "variant":
+        fill = colours["background"]
+    if highlight:
+        border, width = colours["added"], 2.0
+    return fill, border, width
+
+
 def node_kind(data: dict[str, Any], backbone: str) -> str:
     """The colour kind of a view node.
 
