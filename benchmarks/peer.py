@@ -77,7 +77,7 @@ def export_call(args: argparse.Namespace) -> float:
 
 
 def trace_call(args: argparse.Namespace) -> float:
-    from bertgraph.load import resolve
+    from bertgraph.model import resolve
     from bertgraph.tracing import trace
 
     spec = resolve(

@@ -11,24 +11,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from bertgraph.version import __version__
 
-__all__ = ["Architecture", "BertgraphError", "export_onnx", "read_onnx", "resolve", "trace"]
+__all__ = ["Architecture", "BertgraphError", "__version__", "export_onnx", "read_onnx", "resolve", "trace"]
 
 if TYPE_CHECKING:
-    from bertgraph.api import Architecture, trace
+    from bertgraph.api import Architecture, read_onnx, trace
     from bertgraph.errors import BertgraphError
-    from bertgraph.load import resolve
-    from bertgraph.onnx_export import export_onnx
-    from bertgraph.onnx_read import read_onnx
+    from bertgraph.model import resolve
+    from bertgraph.onnx.export import export_onnx
 
 _LAZY = {
     "Architecture": "bertgraph.api",
     "trace": "bertgraph.api",
     "BertgraphError": "bertgraph.errors",
-    "resolve": "bertgraph.load",
-    "export_onnx": "bertgraph.onnx_export",
-    "read_onnx": "bertgraph.onnx_read",
+    "resolve": "bertgraph.model.spec",
+    "export_onnx": "bertgraph.onnx.export",
+    "read_onnx": "bertgraph.api",
 }
 
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import cache, stats, views
-from bertgraph import graph as g
-from bertgraph.load import ModelSpec, resolve
+from bertgraph import cache
+from bertgraph.graph import schema as g
+from bertgraph.graph import stats, views
+from bertgraph.model import ModelSpec, resolve
 
 DEFAULT_DEPTH = 2
 
@@ -58,16 +59,7 @@ class Architecture:
 
     def summary(self, depth: int | None = None, fold: bool = True) -> dict[str, Any]:
         """The folded module tree with output shapes, parameters and shares."""
-        totals = stats.parameter_stats(self.graph)
-        return {
-            "model": self.name,
-            "head": self.head,
-            "model_class": self.model_class,
-            "total": totals["total"],
-            "trainable": totals["trainable"],
-            "example": dict(self.graph.graph.get(g.G_EXAMPLE, {})),
-            "rows": stats.summary_rows(self.graph, depth=depth, fold=fold),
-        }
+        return stats.summary(self.graph, depth=depth, fold=fold)
 
     def diff(self, other: Architecture) -> dict[str, Any]:
         """What turns this model into ``other`` (modules added, removed, changed)."""
@@ -113,7 +105,10 @@ class Architecture:
         """Write the diagram; the format follows the suffix (.svg .png .pdf .dot .mmd .md .graphml .json)."""
         from bertgraph.render import write_diagram
 
-        return write_diagram(self, Path(path), depth=depth, **options)
+        compare = options.pop("compare", None)
+        return write_diagram(
+            self.graph, Path(path), depth=depth, compare=compare.graph if compare is not None else None, **options
+        )
 
     def _repr_svg_(self) -> str:
         return self.to_svg()
@@ -161,3 +156,14 @@ def trace(
     """
     spec = resolve(model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle)
     return load(spec, use_cache=cache)
+
+
+def read_onnx(path: str | Path) -> Architecture:
+    """The :class:`Architecture` of an ONNX file: the same graph schema, views and tables.
+
+    Raises:
+        OnnxError: a missing, unreadable or non-ONNX file (one line).
+    """
+    from bertgraph.onnx.read import read_onnx_graph
+
+    return Architecture(read_onnx_graph(path))

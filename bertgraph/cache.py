@@ -20,12 +20,12 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import graph as g
-from bertgraph.load import ModelSpec
+from bertgraph.graph import io as graph_io
+from bertgraph.model import ModelSpec
 
 FORMAT = 2  # bump when the graph schema changes
 # The code that makes a graph: an edited copy of bertgraph never reads an older graph.
-_GRAPH_CODE = ("tracing.py", "repeat.py", "graph.py", "load.py", "presets.py")
+_GRAPH_CODE = ("model", "tracing", "graph")
 
 
 def cache_dir() -> Path:
@@ -71,14 +71,16 @@ def _file_identity(path: Path | None) -> dict[str, Any] | None:
 
 def _code_digest() -> str:
     digest = hashlib.sha256()
-    for name in _GRAPH_CODE:
-        digest.update((Path(__file__).parent / name).read_bytes())
+    for folder in _GRAPH_CODE:
+        for file in sorted((Path(__file__).parent / folder).glob("*.py")):
+            digest.update(file.name.encode())
+            digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
 
 
 def key(spec: ModelSpec, kind: str = "trace") -> str:
     """The cache key of a spec's graph."""
-    from bertgraph import __version__
+    from bertgraph.version import __version__
 
     material = {
         "format": FORMAT,
@@ -108,7 +110,7 @@ def load(spec: ModelSpec) -> nx.DiGraph | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != FORMAT:
             return None
-        return g.from_node_link(data["graph"])
+        return graph_io.from_node_link(data["graph"])
     except (OSError, ValueError, KeyError, TypeError, nx.NetworkXError):
         return None
 
@@ -118,7 +120,7 @@ def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
     directory = cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"format": FORMAT, "graph": g.to_node_link(graph)}, separators=(",", ":"))
+        payload = json.dumps({"format": FORMAT, "graph": graph_io.to_node_link(graph)}, separators=(",", ":"))
         handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(payload)

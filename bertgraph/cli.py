@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from bertgraph.api import Architecture
-    from bertgraph.load import ModelSpec
+    from bertgraph.model import ModelSpec
 
 HEAD_NAMES = (
     "base",
@@ -95,7 +95,7 @@ def _output(parser: argparse.ArgumentParser, required: bool, help_text: str) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bertgraph import __version__
+    from bertgraph.version import __version__
 
     parser = _Parser(
         prog="bertgraph",
@@ -183,7 +183,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, int | None]:
 
 
 def _spec(args: argparse.Namespace, head: str) -> ModelSpec:
-    from bertgraph.load import resolve
+    from bertgraph.model import resolve
 
     return resolve(
         args.model,
@@ -201,7 +201,7 @@ def _is_onnx(args: argparse.Namespace) -> bool:
 
 def _architecture(args: argparse.Namespace, head: str) -> Architecture:
     if _is_onnx(args):
-        from bertgraph.onnx_read import read_onnx
+        from bertgraph.api import read_onnx
 
         return read_onnx(args.model)
     from bertgraph.api import load
@@ -299,12 +299,12 @@ def cmd_render(args: argparse.Namespace) -> int:
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None
     write_diagram(
-        arch,
+        arch.graph,
         args.output,
         depth=args.depth,
         fold=not args.unfold,
         theme=args.theme,
-        compare=compare,
+        compare=compare.graph if compare else None,
         fmt=fmt,
         warn=_warn,
     )
@@ -323,7 +323,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
     text = report.generate_report(
-        arch, base=base, depth=args.depth, svg_name=svg.name if svg.exists() else None, warn=_warn
+        arch.graph,
+        base=base.graph if base else None,
+        depth=args.depth,
+        svg_name=svg.name if svg.exists() else None,
+        warn=_warn,
     )
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
@@ -331,8 +335,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from bertgraph import graph as g
     from bertgraph.files import check_writable, write_atomic
+    from bertgraph.graph import io as graph_io
 
     suffix = args.output.suffix.lower()
     if suffix not in (".graphml", ".json"):
@@ -340,7 +344,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     check_writable(args.output)
     arch = _architecture(args, args.head)
     data = arch.graph if args.depth is None else arch.view(args.depth, fold=not args.unfold)
-    text = "".join(g.generate_json(data)) if suffix == ".json" else "\n".join(g.generate_graphml(data)) + "\n"
+    text = graph_io.graph_file_text(data, suffix.lstrip("."))
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -348,7 +352,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def cmd_onnx(args: argparse.Namespace) -> int:
     from bertgraph.files import check_writable
-    from bertgraph.onnx_export import export_onnx_spec
+    from bertgraph.onnx.export import export_onnx_spec
 
     if args.output.suffix.lower() != ".onnx":
         raise UsageError(f"onnx writes an .onnx file, not {args.output.name}")

@@ -12,7 +12,7 @@ from pathlib import Path
 from bertgraph.api import Architecture, load
 from bertgraph.errors import BertgraphError
 from bertgraph.files import write_atomic
-from bertgraph.load import resolve
+from bertgraph.model import resolve
 from bertgraph.render import mermaid, report, text, write_diagram
 
 DEPTHS = (1, 2, 3)
@@ -47,16 +47,18 @@ def build_gallery(
     for depth in DEPTHS:
         for suffix in (".svg", ".png"):
             path = folder / f"bert-depth{depth}{suffix}"
-            written.append(write_diagram(arch, path, depth=depth, warn=warn))
-    written.append(write_diagram(arch, folder / "bert-dark.svg", depth=2, theme="dark", warn=warn))
+            written.append(write_diagram(arch.graph, path, depth=depth, warn=warn))
+    written.append(write_diagram(arch.graph, folder / "bert-dark.svg", depth=2, theme="dark", warn=warn))
     if head != "base":
         for suffix in (".svg", ".png"):
-            written.append(write_diagram(base, folder / f"bert-compare{suffix}", depth=2, compare=arch, warn=warn))
+            written.append(
+                write_diagram(base.graph, folder / f"bert-compare{suffix}", depth=2, compare=arch.graph, warn=warn)
+            )
     written.append(write_atomic(folder / "bert-mermaid.md", _mermaid_page(arch, warn)))
     written.append(write_atomic(folder / "summary.txt", "\n".join(text.generate_summary(arch.summary())) + "\n"))
     written.append(write_atomic(folder / "params.txt", "\n".join(text.generate_params(base.params())) + "\n"))
     report_text = report.generate_report(
-        arch, base=base if head != "base" else None, depth=2, svg_name="bert-depth2.svg", warn=warn
+        arch.graph, base=base.graph if head != "base" else None, depth=2, svg_name="bert-depth2.svg", warn=warn
     )
     written.append(write_atomic(folder / "report.md", report_text))
     return written

@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import graph as g
+from bertgraph.graph import schema as g
 
 # What a depth-2 diagram of bert-base with the sequence-classification head must show, in any format.
 DEPTH_TWO_LABELS = (

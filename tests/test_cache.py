@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph import cache
-from bertgraph.load import resolve
+from bertgraph.model import resolve
 
 PROBE = (
     "import sys\n"

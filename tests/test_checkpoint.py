@@ -11,7 +11,7 @@ import torch
 
 from bertgraph.cli import main
 from bertgraph.errors import CheckpointError
-from bertgraph.load import build_model, resolve
+from bertgraph.model import build_model, resolve
 
 
 def test_real_weights_load_from_safetensors(tiny_checkpoint: Path) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bertgraph import graph as g
-from bertgraph.dims import DimsError, example_sizes, name_dim
-from bertgraph.load import HEADS, build_model, resolve
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
+from bertgraph.model import HEADS, build_model, resolve
 from bertgraph.tracing import export_program, graph_from_program, trace_module
+from bertgraph.tracing.dims import DimsError, example_sizes, name_dim
 
 
 @pytest.mark.parametrize("head", ["base", "multiple-choice", "question-answering", "pretraining"])
@@ -16,7 +17,7 @@ def test_static_pair_equals_dynamic_export(head: str) -> None:
     model = build_model(spec)
     named = trace_module(model, spec)
     dynamic = graph_from_program(export_program(model, spec), model, spec)
-    assert "".join(g.generate_json(named)) == "".join(g.generate_json(dynamic))
+    assert "".join(graph_io.generate_json(named)) == "".join(graph_io.generate_json(dynamic))
     assert any("batch*choices" in str(d[g.SHAPE]) for _, d in named.nodes(data=True)) == (head == "multiple-choice")
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from bertgraph import graph as g
 from bertgraph.api import Architecture
 from bertgraph.cli import main
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
 
 
 def same_graph(a: nx.DiGraph, b: nx.DiGraph) -> None:
@@ -24,8 +25,8 @@ def same_graph(a: nx.DiGraph, b: nx.DiGraph) -> None:
 def test_graphml_round_trip(traced: Callable[..., Architecture], tmp_path: Path) -> None:
     graph = traced("bert-tiny", "masked-lm").graph
     path = tmp_path / "bert.graphml"
-    g.write_graphml(graph, path)
-    same_graph(graph, g.read_graphml(path))
+    graph_io.write_graphml(graph, path)
+    same_graph(graph, graph_io.read_graphml(path))
     plain = nx.read_graphml(path)  # networkx alone, no bertgraph
     assert plain.number_of_nodes() == graph.number_of_nodes()
     assert sum(d["params"] for _, d in plain.nodes(data=True)) == g.total_params(graph)
@@ -35,8 +36,8 @@ def test_graphml_round_trip(traced: Callable[..., Architecture], tmp_path: Path)
 def test_json_round_trip(traced: Callable[..., Architecture], tmp_path: Path) -> None:
     graph = traced("bert-tiny", "question-answering").graph
     path = tmp_path / "bert.json"
-    g.write_json(graph, path)
-    same_graph(graph, g.read_json(path))
+    graph_io.write_json(graph, path)
+    same_graph(graph, graph_io.read_json(path))
     plain = nx.node_link_graph(json.loads(path.read_text()), edges="edges")
     assert plain.number_of_edges() == graph.number_of_edges()
     assert plain.nodes["start_logits"]["shape"] == ["batch", "seq"]
@@ -44,8 +45,8 @@ def test_json_round_trip(traced: Callable[..., Architecture], tmp_path: Path) ->
 
 def test_views_round_trip(traced: Callable[..., Architecture], tmp_path: Path) -> None:
     shown = traced("bert-tiny", "sequence-classification").view(2)
-    g.write_graphml(shown, tmp_path / "v.graphml")
-    same_graph(shown, g.read_graphml(tmp_path / "v.graphml"))
+    graph_io.write_graphml(shown, tmp_path / "v.graphml")
+    same_graph(shown, graph_io.read_graphml(tmp_path / "v.graphml"))
 
 
 @pytest.mark.parametrize(
@@ -71,5 +72,5 @@ def test_graph_command_is_byte_identical(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["graph", "bert-tiny", "--head", "masked-lm", "-o", str(second)]) == 0
     assert first.read_bytes() == second.read_bytes()
     assert main(["graph", "bert-tiny", "--depth", "2", "-o", str(tmp_path / "v.graphml")]) == 0
-    view = g.read_graphml(tmp_path / "v.graphml")
+    view = graph_io.read_graphml(tmp_path / "v.graphml")
     assert any(d.get("repeat") == 2 for _, d in view.nodes(data=True))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bertgraph.errors import ConfigError, ModelReferenceError
-from bertgraph.load import HEADS, resolve
-from bertgraph.presets import PRESETS
+from bertgraph.model import HEADS, resolve
+from bertgraph.model.presets import PRESETS
 
 PUBLISHED = {
     # name: (vocab, hidden, layers, heads, intermediate)

@@ -23,13 +23,16 @@ import torch
 import transformers
 
 import bertgraph
-from bertgraph import cli, stats
-from bertgraph import graph as g
+from bertgraph import cli
+from bertgraph.api import read_onnx
 from bertgraph.errors import BertgraphError, CheckpointError, OnnxError
-from bertgraph.load import HEADS, ModelSpec, build_model, resolve
-from bertgraph.onnx_export import OUTPUT_NAMES, OnnxExportResult, describe_weights, export_onnx_spec
-from bertgraph.onnx_read import graph_from_onnx, read_onnx, read_onnx_graph
-from bertgraph.onnx_verify import dim_names, parity_sizes, random_inputs
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
+from bertgraph.graph import stats
+from bertgraph.model import HEADS, ModelSpec, build_model, resolve
+from bertgraph.onnx.export import OUTPUT_NAMES, OnnxExportResult, describe_weights, export_onnx_spec
+from bertgraph.onnx.read import graph_from_onnx, read_onnx_graph
+from bertgraph.onnx.verify import dim_names, parity_sizes, random_inputs
 from bertgraph.tracing import skeleton
 from tests.conftest import TINY_CONFIG
 
@@ -214,7 +217,7 @@ def test_graph_nodes_carry_modules_shapes_and_parameters(base_export: Export) ->
     assert outputs["pooler_output"][g.SHAPE] == ["batch", 32]
     for source, target, data in graph.edges(data=True):
         assert set(data) == {g.SHAPE, g.DTYPE}, (source, target)
-    assert json.loads(json.dumps(g.to_node_link(graph)))  # JSON-safe throughout
+    assert json.loads(json.dumps(graph_io.to_node_link(graph)))  # JSON-safe throughout
 
 
 def test_cli_params_and_summary_read_onnx(base_export: Export, capsys: pytest.CaptureFixture[str]) -> None:

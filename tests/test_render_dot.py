@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph.api import Architecture
-from bertgraph.load import HEADS
+from bertgraph.model import HEADS
 from bertgraph.render import dot, graphviz_run
 from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle

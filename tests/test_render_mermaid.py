@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph.api import Architecture
-from bertgraph.load import HEADS
+from bertgraph.model import HEADS
 from bertgraph.render import mermaid
 from tests.conftest import require
 from tests.helpers import DEPTH_TWO_LABELS

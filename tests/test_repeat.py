@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from bertgraph import graph as g
-from bertgraph.load import HEADS, resolve
-from bertgraph.repeat import GrowError, check_parameters, grow_layers
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
+from bertgraph.model import HEADS, resolve
 from bertgraph.tracing import trace
+from bertgraph.tracing.grow import GrowError, check_parameters, grow_layers
 
 
 @pytest.mark.parametrize("head", list(HEADS))
 def test_grown_graph_equals_full_trace(head: str) -> None:
     spec = resolve("bert-tiny", head, overrides={"layers": 5})
     grown, full = trace(spec, grow=True), trace(spec, grow=False)
-    assert "".join(g.generate_json(grown)) == "".join(g.generate_json(full))
+    assert "".join(graph_io.generate_json(grown)) == "".join(graph_io.generate_json(full))
     assert g.total_params(grown) == g.total_params(full)
 
 
 def test_grown_graph_of_a_real_preset_equals_full_trace() -> None:
     spec = resolve("bert-medium", "masked-lm")
-    assert "".join(g.generate_json(trace(spec))) == "".join(g.generate_json(trace(spec, grow=False)))
+    assert "".join(graph_io.generate_json(trace(spec))) == "".join(graph_io.generate_json(trace(spec, grow=False)))
 
 
 def test_parameter_check_catches_a_wrong_count() -> None:

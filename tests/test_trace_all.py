@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bertgraph import graph as g
-from bertgraph import stats, views
-from bertgraph.load import HEADS, build_model, resolve
-from bertgraph.presets import PRESETS
+from bertgraph.graph import schema as g
+from bertgraph.graph import stats, views
+from bertgraph.model import HEADS, build_model, resolve
+from bertgraph.model.presets import PRESETS
 from bertgraph.tracing import trace
 
 

@@ -8,10 +8,10 @@ from collections.abc import Callable
 import networkx as nx
 import pytest
 
-from bertgraph import graph as g
-from bertgraph import stats, views
 from bertgraph.api import Architecture
-from bertgraph.load import HEADS
+from bertgraph.graph import schema as g
+from bertgraph.graph import stats, views
+from bertgraph.model import HEADS
 from tests.helpers import shuffled as shuffle
 
 

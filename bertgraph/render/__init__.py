@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import networkx as nx
 
 from bertgraph.errors import BertgraphError, RenderError
-
-if TYPE_CHECKING:
-    from bertgraph.api import Architecture
 
 SUFFIX_FORMATS = {
     ".svg": "svg",
@@ -55,17 +54,17 @@ def diagram_format(path: Path, requested: str | None) -> str:
 
 
 def write_diagram(
-    arch: Architecture,
+    graph: nx.DiGraph,
     path: Path,
     *,
     depth: int = 2,
     fold: bool = True,
     theme: str = "light",
-    compare: Architecture | None = None,
+    compare: nx.DiGraph | None = None,
     fmt: str | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> Path:
-    """Write a diagram of ``arch`` to ``path`` in one step (nothing is left behind on failure).
+    """Write a diagram of ``graph`` to ``path`` in one step (nothing is left behind on failure).
 
     When Graphviz is missing for an image format, the DOT source is written beside
     ``path`` (same name, ``.dot``) before the error is raised, so no work is lost.
@@ -73,25 +72,26 @@ def write_diagram(
     from bertgraph.files import write_atomic
 
     fmt = diagram_format(path, fmt)
-    options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare.graph if compare else None}
+    options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare}
     if fmt == "mermaid":
         from bertgraph.render import mermaid
 
-        result = mermaid.generate_mermaid(arch.graph, depth=depth, **options)
+        result = mermaid.generate_mermaid(graph, depth=depth, **options)
         for note in result.notes:
             if warn:
                 warn(note)
         text = mermaid.fenced(result.text) if path.suffix.lower() == ".md" else result.text
         return write_atomic(path, text)
     if fmt in ("graphml", "json"):
-        from bertgraph import graph as g
+        from bertgraph.graph import io as graph_io
+        from bertgraph.graph import views
 
-        data = arch.view(depth, fold=fold)
-        text = "".join(g.generate_json(data)) if fmt == "json" else "\n".join(g.generate_graphml(data)) + "\n"
+        data = views.view(graph, depth, fold=fold)
+        text = graph_io.graph_file_text(data, fmt)
         return write_atomic(path, text)
     from bertgraph.render import dot, graphviz_run
 
-    source = dot.generate_dot(arch.graph, depth=depth, dpi=PNG_DPI if fmt == "png" else None, **options)
+    source = dot.generate_dot(graph, depth=depth, dpi=PNG_DPI if fmt == "png" else None, **options)
     if fmt == "dot":
         return write_atomic(path, source)
     try:
@@ -99,7 +99,7 @@ def write_diagram(
     except RenderError as error:
         if str(error) == graphviz_run.INSTALL_HINT:
             fallback = path.with_suffix(".dot")
-            write_atomic(fallback, dot.generate_dot(arch.graph, depth=depth, **options))
+            write_atomic(fallback, dot.generate_dot(graph, depth=depth, **options))
             raise RenderError(f"{error}; wrote the DOT source to {fallback} instead") from error
         raise
     return write_atomic(path, image)

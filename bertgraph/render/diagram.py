@@ -15,11 +15,11 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import graph as g
-from bertgraph import stats
+from bertgraph.graph import schema as g
+from bertgraph.graph import stats
+from bertgraph.graph.views import display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import figures
 from bertgraph.render.style import KIND_NAMES, node_kind
-from bertgraph.views import display_levels, display_name, in_backbone, is_within, view
 
 BACKBONE = "backbone"
 HEAD = "head"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from bertgraph import graph as g
-from bertgraph.views import in_backbone
+from bertgraph.graph import schema as g
+from bertgraph.graph.views import in_backbone
 
 
 class Palette(NamedTuple):

@@ -12,8 +12,8 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import graph as g
-from bertgraph.views import display_levels, display_name
+from bertgraph.graph import schema as g
+from bertgraph.graph.views import display_levels, display_name
 
 _CONTAINER_TYPES = frozenset({"ModuleList", "ModuleDict"})
 
@@ -180,6 +180,20 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
     if depth is None:
         return rows
     return [row for row in rows if row["depth"] <= depth]
+
+
+def summary(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> dict[str, Any]:
+    """The ``summary --format json`` object: the model, its totals and the folded module tree."""
+    totals = parameter_stats(graph)
+    return {
+        "model": graph.graph.get(g.G_NAME, ""),
+        "head": graph.graph.get(g.G_HEAD, ""),
+        "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
+        "total": totals["total"],
+        "trainable": totals["trainable"],
+        "example": dict(graph.graph.get(g.G_EXAMPLE, {})),
+        "rows": summary_rows(graph, depth=depth, fold=fold),
+    }
 
 
 # --- diff of two heads -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import graph as g
+from bertgraph.graph import schema as g
 
 TRACED_LAYERS = 2
 

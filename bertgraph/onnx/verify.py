@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertgraph.errors import OnnxError, first_line
-from bertgraph.load import ModelSpec
+from bertgraph.model import ModelSpec
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from bertgraph import graph as g
+from bertgraph.graph import schema as g
 
 # Example sizes per dimension name, for the first and the second trace. Within one trace
 # the sizes are distinct primes, so a product of dimensions factors one way only.

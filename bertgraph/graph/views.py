@@ -29,7 +29,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph import graph as g
+from bertgraph.graph import schema as g
 
 OPERATOR_LEVEL = 4
 ANATOMY_LEVEL = 3

@@ -1,10 +1,8 @@
-"""Model references → a validated spec → an ``nn.Module``, fully offline.
+"""Model references → a validated :class:`ModelSpec`, reading only JSON and file headers.
 
-Resolving a reference (:func:`resolve`) reads only JSON and file headers, so the
-command line can decide what to do — and hit the graph cache — without importing
-torch or transformers. :func:`build_model` is the only place that imports
-transformers model classes; it builds on the meta device unless real weights are
-asked for, and loads weights from safetensors only (pickle needs an explicit opt-in).
+Resolving a reference (:func:`resolve`) needs neither torch nor transformers, so the
+command line can decide what to do — and hit the graph cache — before importing them.
+Building the module is :mod:`bertgraph.model.build`'s job.
 """
 
 from __future__ import annotations
@@ -12,17 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bertgraph.errors import CheckpointError, ConfigError, ModelReferenceError
-from bertgraph.presets import canonical_name, closest_presets, preset_config
-
-if TYPE_CHECKING:
-    import torch
+from bertgraph.errors import ConfigError, ModelReferenceError
+from bertgraph.model.presets import canonical_name, closest_presets, preset_config
 
 HEADS: dict[str, str] = {
     "base": "BertModel",
@@ -327,154 +321,3 @@ def _find_weights(directory: Path) -> tuple[Path | None, Path | None]:
     safe = next((directory / f for f in SAFETENSORS_FILES if (directory / f).is_file()), None)
     pickled = next((directory / f for f in PICKLE_FILES if (directory / f).is_file()), None)
     return safe, pickled
-
-
-# --- checkpoint headers (no torch needed) -------------------------------------------
-
-
-def safetensors_shapes(path: Path) -> dict[str, list[int]]:
-    """Tensor name → shape from a safetensors file or index, reading headers only."""
-    if path.name.endswith(".index.json"):
-        index = json.loads(path.read_text(encoding="utf-8"))
-        shapes: dict[str, list[int]] = {}
-        for shard in sorted(set(index.get("weight_map", {}).values())):
-            shapes.update(safetensors_shapes(path.parent / shard))
-        return shapes
-    try:
-        with path.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            if length > 100_000_000:
-                raise ValueError("header too large")
-            header = json.loads(handle.read(length))
-    except (OSError, ValueError, struct.error) as error:
-        raise CheckpointError(f"{path} is not a readable safetensors file ({error})") from error
-    return {
-        name: list(entry["shape"])
-        for name, entry in header.items()
-        if name != "__metadata__" and isinstance(entry, dict)
-    }
-
-
-def check_checkpoint(expected: dict[str, list[int]], found: dict[str, list[int]], path: Path, prefix: str) -> None:
-    """Every checkpoint tensor the model uses must have the shape the config gives it.
-
-    ``prefix`` is the base-model prefix (``bert``): checkpoints of a bare BertModel and of
-    a model with a head name the same tensors with and without it.
-    """
-
-    def normal(name: str) -> str:
-        return name[len(prefix) + 1 :] if name.startswith(prefix + ".") else name
-
-    wanted = {normal(name): shape for name, shape in expected.items()}
-    matched = 0
-    for name, shape in sorted(found.items()):
-        key = normal(name)
-        if key not in wanted:
-            continue
-        matched += 1
-        if list(wanted[key]) != list(shape):
-            raise CheckpointError(
-                f"{path}: tensor {name!r} has shape {list(shape)} but the config needs "
-                f"{list(wanted[key])}; use the config.json saved with these weights "
-                "(and no size overrides)"
-            )
-    if not matched:
-        raise CheckpointError(f"{path} holds none of the model's tensors; is it a BERT checkpoint for this config?")
-
-
-# --- building the module (imports torch and transformers) ---------------------------
-
-
-def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> torch.nn.Module:
-    """Instantiate the spec's model in eval mode.
-
-    Parameters:
-        weights: load real weights from the spec's checkpoint. Without a checkpoint the
-            model gets seeded random weights on the CPU. ``False`` builds on the meta
-            device: no memory for weights, so any size works.
-        seed: the seed for random initialisation (heads a checkpoint lacks, or no checkpoint).
-
-    Raises:
-        CheckpointError: a pickled checkpoint without ``allow_pickle``, or tensors that do
-            not fit the config.
-    """
-    import torch
-    import transformers
-    from transformers.activations import ACT2FN
-
-    act = spec.config.get("hidden_act", "gelu")
-    if act not in ACT2FN:
-        raise ConfigError(
-            f"{spec.config_path or spec.name}: hidden_act {act!r} is not an activation "
-            f"transformers knows (e.g. {', '.join(sorted(ACT2FN)[:5])})"
-        )
-    config = transformers.BertConfig(**_config_kwargs(spec.config))
-    model_class = getattr(transformers, spec.model_class)
-    checkpoint = spec.weights_file()
-    if spec.weights is None and spec.pickle_weights is not None and not spec.allow_pickle and weights:
-        raise CheckpointError(
-            f"{spec.pickle_weights} is a pickled checkpoint, which can run code when loaded; "
-            "convert it to model.safetensors or pass --allow-pickle if you trust it"
-        )
-    with torch.device("meta"):
-        meta_model = model_class(config)
-    if spec.weights is not None:
-        expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
-        check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, model_class.base_model_prefix)
-    if not weights:
-        return meta_model.eval()
-    torch.manual_seed(seed)
-    if checkpoint is None:
-        return model_class(config).eval()
-    return _load_pretrained(model_class, config, checkpoint)
-
-
-def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:
-    from transformers.utils import logging as hf_logging
-
-    use_safetensors = checkpoint.name.startswith("model.safetensors")
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # missing head weights are expected; we report them ourselves
-    hf_logging.disable_progress_bar()  # a "Loading weights" bar is noise on our stderr
-    try:
-        model = model_class.from_pretrained(
-            str(checkpoint.parent),
-            config=config,
-            local_files_only=True,
-            use_safetensors=use_safetensors,
-            trust_remote_code=False,
-        )
-    except (OSError, ValueError, RuntimeError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"cannot load weights from {checkpoint}: {first}") from error
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        hf_logging.enable_progress_bar()
-    return model.eval()
-
-
-def _config_kwargs(config: dict[str, Any]) -> dict[str, Any]:
-    """config.json content as BertConfig keyword arguments, without remote-code hooks."""
-    kwargs = {k: v for k, v in config.items() if k not in ("auto_map", "architectures", "transformers_version")}
-    kwargs.pop("model_type", None)
-    return kwargs
-
-
-def example_inputs(
-    spec: ModelSpec, device: str | torch.device = "meta", shape: tuple[int, ...] | None = None
-) -> dict[str, torch.Tensor]:
-    """Example ``input_ids``/``attention_mask``/``token_type_ids`` for tracing.
-
-    Without ``shape``, the spec's example size with every dimension at least 2:
-    torch.export specialises a size-1 dimension to a constant.
-    """
-    import torch
-
-    if shape is None:
-        shape = tuple(max(2, size) for size in spec.example_shape)
-    ids = torch.zeros(shape, dtype=torch.long, device=device)
-    return {
-        "input_ids": ids,
-        "attention_mask": torch.ones(shape, dtype=torch.long, device=device),
-        "token_type_ids": torch.zeros(shape, dtype=torch.long, device=device),
-    }

@@ -4,7 +4,7 @@ torch.export records, for every aten op, its output as a fake tensor (``meta["va
 and the module call stack it ran in (``meta["nn_module_stack"]``). That is all the graph
 needs: no hooks, no patched torch globals. Batch and sequence come out named
 (``[batch, seq, 768]``), never as numbers that could be confused with a hidden size:
-two exports at different example sizes tell them apart (:mod:`bertgraph.dims`), with
+two exports at different example sizes tell them apart (:mod:`bertgraph.tracing.dims`), with
 one dynamic-shape export as the fallback.
 """
 
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
-from bertgraph import graph as g
-from bertgraph.dims import DimsError, example_sizes, name_dims
 from bertgraph.errors import TraceError, first_line
-from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs
-from bertgraph.repeat import TRACED_LAYERS, GrowError, check_parameters, grow_layers
+from bertgraph.graph import schema as g
+from bertgraph.model import INPUT_NAMES, ModelSpec, build_model, example_inputs
+from bertgraph.tracing.dims import DimsError, example_sizes, name_dims
+from bertgraph.tracing.grow import TRACED_LAYERS, GrowError, check_parameters, grow_layers
 
 if TYPE_CHECKING:
     import torch
@@ -48,7 +48,7 @@ def trace(spec: ModelSpec, grow: bool = True) -> nx.DiGraph:
     """Build the spec's model on the meta device, export it and return its graph.
 
     A model with more than two encoder layers is exported with two and grown to its
-    full depth (:mod:`bertgraph.repeat`), so tracing costs the same at any depth; the
+    full depth (:mod:`bertgraph.tracing.grow`), so tracing costs the same at any depth; the
     result is checked against the full model and a full trace is the fallback.
     """
     model = build_model(spec)
@@ -82,7 +82,7 @@ def skeleton(spec: ModelSpec) -> nx.DiGraph:
 def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta") -> nx.DiGraph:
     """Export ``model`` and build the annotated graph, batch and sequence named.
 
-    Two exports with fixed example sizes name the dimensions (:mod:`bertgraph.dims`);
+    Two exports with fixed example sizes name the dimensions (:mod:`bertgraph.tracing.dims`);
     where they cannot, one export with dynamic dimensions does.
     """
     limit = int(spec.config["max_position_embeddings"])
@@ -396,7 +396,7 @@ def parameter_table(model: torch.nn.Module) -> list[dict[str, Any]]:
 
 def versions() -> dict[str, str]:
     """Versions that change what a trace produces (also part of the graph cache key)."""
-    from bertgraph import __version__
+    from bertgraph.version import __version__
 
     found = {"bertgraph": __version__, "python": ".".join(map(str, sys.version_info[:2]))}
     for package in ("torch", "transformers"):

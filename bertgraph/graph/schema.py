@@ -1,8 +1,9 @@
 """The annotated graph every front end builds and every renderer reads.
 
 Node and edge attribute names live here as constants, with the graph-level keys and
-the GraphML / node-link JSON readers and writers. Every attribute value is JSON-safe
-(str, int, float, bool, list, dict), so a graph round-trips through plain networkx.
+the small helpers every stage shares. Every attribute value is JSON-safe (str, int,
+float, bool, list, dict), so a graph round-trips through plain networkx
+(:mod:`bertgraph.graph.io`).
 
 Node attributes:
 
@@ -26,10 +27,7 @@ Edges carry ``shape`` and ``dtype`` of the tensor that flows.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -73,7 +71,7 @@ G_WEIGHTS = "weights"  # "meta", "checkpoint" or "random"
 G_VERSIONS = "versions"  # {"bertgraph": ..., "torch": ..., "transformers": ...}
 
 # Attributes stored as JSON text in GraphML, which has no lists or mappings.
-_JSON_ATTRS = frozenset(
+JSON_ATTRS = frozenset(
     {SHAPE, PARAM_NAMES, SHARED_PARAMS, OPS, G_CONFIG, G_EXAMPLE, G_MODULES, G_PARAMETERS, G_TIED, G_VERSIONS}
 )
 
@@ -155,88 +153,3 @@ def ordered_copy(graph: nx.DiGraph) -> nx.DiGraph:
     edges = sorted(graph.edges(data=True), key=lambda e: (position[e[0]], position[e[1]]))
     result.add_edges_from(edges)
     return result
-
-
-# --- node-link JSON --------------------------------------------------------------------
-
-
-def to_node_link(graph: nx.DiGraph) -> dict[str, Any]:
-    """Plain data for ``json.dumps``, nodes and edges in execution order.
-
-    ``networkx.node_link_graph(data, edges="edges")`` reads it back.
-    """
-    return nx.node_link_data(ordered_copy(graph), edges="edges")
-
-
-def from_node_link(data: dict[str, Any]) -> nx.DiGraph:
-    graph = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges")
-    return graph
-
-
-def generate_json(graph: nx.DiGraph) -> Iterable[str]:
-    """Node-link JSON text, keys sorted so that the same graph gives the same bytes."""
-    yield json.dumps(to_node_link(graph), sort_keys=True, indent=1, ensure_ascii=False)
-    yield "\n"
-
-
-def write_json(graph: nx.DiGraph, path: str | Path) -> None:
-    Path(path).write_text("".join(generate_json(graph)), encoding="utf-8")
-
-
-def read_json(path: str | Path) -> nx.DiGraph:
-    return from_node_link(json.loads(Path(path).read_text(encoding="utf-8")))
-
-
-# --- GraphML -----------------------------------------------------------------------------
-
-
-def _encode(attrs: dict[str, Any]) -> dict[str, Any]:
-    encoded = {}
-    for key, value in attrs.items():
-        if value is None:
-            continue
-        if isinstance(value, (list, dict, tuple)):
-            encoded[key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
-        else:
-            encoded[key] = value
-    return encoded
-
-
-def _decode(attrs: dict[str, Any]) -> None:
-    for key in _JSON_ATTRS & attrs.keys():
-        if isinstance(attrs[key], str):
-            attrs[key] = json.loads(attrs[key])
-
-
-def graphml_ready(graph: nx.DiGraph) -> nx.DiGraph:
-    """A copy in execution order whose list and mapping attributes are JSON text, as GraphML needs."""
-    ordered = ordered_copy(graph)
-    ready = nx.DiGraph()
-    ready.graph.update(_encode(ordered.graph))
-    for node, data in ordered.nodes(data=True):
-        ready.add_node(node, **_encode(data))
-    for source, target, data in ordered.edges(data=True):
-        ready.add_edge(source, target, **_encode(data))
-    return ready
-
-
-def generate_graphml(graph: nx.DiGraph) -> Iterable[str]:
-    yield from nx.generate_graphml(graphml_ready(graph))
-
-
-def write_graphml(graph: nx.DiGraph, path: str | Path) -> None:
-    Path(path).write_text("\n".join(generate_graphml(graph)) + "\n", encoding="utf-8")
-
-
-def read_graphml(path: str | Path) -> nx.DiGraph:
-    """Read a GraphML file written by :func:`write_graphml`, lists and mappings restored."""
-    graph = nx.read_graphml(str(path))
-    for key in ("node_default", "edge_default"):  # added by networkx's reader, not ours
-        if graph.graph.get(key) == {}:
-            del graph.graph[key]
-    _decode(graph.graph)
-    for _, data in graph.nodes(data=True):
-        _decode(data)
-    for _, _, data in graph.edges(data=True):
-        _decode(data)
-    return graph

@@ -41,9 +41,9 @@ import torch
 
 from bertgraph.errors import OnnxError, first_line
 from bertgraph.files import check_writable
-from bertgraph.load import INPUT_NAMES, ModelSpec, build_model, example_inputs, resolve
-from bertgraph.onnx_read import CLASS_HIERARCHY_KEY, NAME_SCOPES_KEY, NAMESPACE_KEY, PRODUCER, module_of_node
-from bertgraph.onnx_verify import SEED, TOLERANCE, ParityCheck, check_file, dim_names, verify_parity
+from bertgraph.model import INPUT_NAMES, ModelSpec, build_model, example_inputs, resolve
+from bertgraph.onnx.read import CLASS_HIERARCHY_KEY, NAME_SCOPES_KEY, NAMESPACE_KEY, PRODUCER, module_of_node
+from bertgraph.onnx.verify import SEED, TOLERANCE, ParityCheck, check_file, dim_names, verify_parity
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -166,7 +166,7 @@ def export_onnx(
         model: a preset, a directory with config.json (and model.safetensors), a
             config.json path or a cached hub id.
         path: the ``.onnx`` file to write; weights go to ``PATH.data`` beside it above 2 GB.
-        head: one of :data:`bertgraph.load.HEADS`.
+        head: one of :data:`bertgraph.model.HEADS`.
         opset: the ONNX opset (default: the exporter's).
         verify: run ``onnx.checker`` and compare onnxruntime with PyTorch before keeping the file.
         seq_len, batch: the example size (default 128 positions, fewer when the model has
@@ -546,7 +546,7 @@ def _weights_phrase(spec: ModelSpec) -> str:
 
 def describe_weights(spec: ModelSpec, model: torch.nn.Module) -> str:
     """``checkpoint model.safetensors`` or ``random (seed 0)``, naming modules a checkpoint lacked."""
-    from bertgraph.load import safetensors_shapes
+    from bertgraph.model import safetensors_shapes
 
     checkpoint = spec.weights_file()
     if checkpoint is None:
@@ -569,10 +569,11 @@ def describe_weights(spec: ModelSpec, model: torch.nn.Module) -> str:
 
 
 def metadata(spec: ModelSpec, weights: str, exporter: str) -> dict[str, str]:
-    """The model-level metadata Netron shows in its sidebar (and :mod:`onnx_read` reads back)."""
-    from bertgraph import __version__, stats
-    from bertgraph import graph as g
+    """The model-level metadata Netron shows in its sidebar (and :mod:`bertgraph.onnx.read` reads back)."""
+    from bertgraph.graph import schema as g
+    from bertgraph.graph import stats
     from bertgraph.tracing import skeleton
+    from bertgraph.version import __version__
 
     facts = skeleton(spec)
     totals = stats.parameter_stats(facts)
@@ -598,7 +599,7 @@ def _label(model: ir.Model, spec: ModelSpec, torch_model: torch.nn.Module, weigh
     """Producer, description, metadata, and node names that say which module they belong to."""
     import onnx_ir as ir
 
-    from bertgraph import __version__
+    from bertgraph.version import __version__
 
     model.producer_name = PRODUCER
     model.producer_version = __version__

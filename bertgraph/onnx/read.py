@@ -38,13 +38,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
-from bertgraph import graph as g
 from bertgraph.errors import OnnxError, first_line
+from bertgraph.graph import schema as g
 
 if TYPE_CHECKING:
     import onnx
-
-    from bertgraph.api import Architecture
 
 PRODUCER = "bertgraph"
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
@@ -75,19 +73,12 @@ class TensorFacts(NamedTuple):
 # --- entry points --------------------------------------------------------------------------
 
 
-def read_onnx(path: str | Path) -> Architecture:
-    """The :class:`~bertgraph.api.Architecture` of an ONNX file.
+def read_onnx_graph(path: str | Path) -> nx.DiGraph:
+    """The annotated operator graph of an ONNX file (weights are not read).
 
     Raises:
         OnnxError: a missing, unreadable or non-ONNX file (one line).
     """
-    from bertgraph.api import Architecture
-
-    return Architecture(read_onnx_graph(path))
-
-
-def read_onnx_graph(path: str | Path) -> nx.DiGraph:
-    """The annotated operator graph of an ONNX file (weights are not read)."""
     file = Path(path)
     return graph_from_onnx(load_model(file), name=file.stem)
 
@@ -459,7 +450,7 @@ def _path_key(path: str) -> list[tuple[int, int | str]]:
 
 
 def _sizes(kind: str, dims: list[int], children: int, config: dict[str, Any]) -> str:
-    """The key sizes of a module from its weight's shape, as :func:`bertgraph.tracing.describe_module` gives them."""
+    """The key sizes of a module from its weight's shape, as ``describe_module`` in tracing gives them."""
     if kind == "Linear" and len(dims) == 2:
         return f"{dims[1]} → {dims[0]}"
     if kind == "Embedding" and len(dims) == 2:
@@ -505,7 +496,7 @@ def _graph_attributes(
 ) -> dict[str, Any]:
     import onnx
 
-    from bertgraph import __version__
+    from bertgraph.version import __version__
 
     producer = f"{model.producer_name} {model.producer_version}".strip()
     backbone = "bert" if any(p == "bert" or p.startswith("bert.") for p in modules) else ""

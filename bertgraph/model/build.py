@@ -1,0 +1,112 @@
+"""A :class:`ModelSpec` → an ``nn.Module``: the only place that imports transformers model classes.
+
+Models are built on the meta device unless real weights are asked for; weights load
+from safetensors only (a pickle needs an explicit opt-in) and never run remote code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bertgraph.errors import CheckpointError, ConfigError
+from bertgraph.model.checkpoint import check_checkpoint, safetensors_shapes
+from bertgraph.model.spec import ModelSpec
+
+if TYPE_CHECKING:
+    import torch
+
+
+def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> torch.nn.Module:
+    """Instantiate the spec's model in eval mode.
+
+    Parameters:
+        weights: load real weights from the spec's checkpoint. Without a checkpoint the
+            model gets seeded random weights on the CPU. ``False`` builds on the meta
+            device: no memory for weights, so any size works.
+        seed: the seed for random initialisation (heads a checkpoint lacks, or no checkpoint).
+
+    Raises:
+        CheckpointError: a pickled checkpoint without ``allow_pickle``, or tensors that do
+            not fit the config.
+    """
+    import torch
+    import transformers
+    from transformers.activations import ACT2FN
+
+    act = spec.config.get("hidden_act", "gelu")
+    if act not in ACT2FN:
+        raise ConfigError(
+            f"{spec.config_path or spec.name}: hidden_act {act!r} is not an activation "
+            f"transformers knows (e.g. {', '.join(sorted(ACT2FN)[:5])})"
+        )
+    config = transformers.BertConfig(**_config_kwargs(spec.config))
+    model_class = getattr(transformers, spec.model_class)
+    checkpoint = spec.weights_file()
+    if spec.weights is None and spec.pickle_weights is not None and not spec.allow_pickle and weights:
+        raise CheckpointError(
+            f"{spec.pickle_weights} is a pickled checkpoint, which can run code when loaded; "
+            "convert it to model.safetensors or pass --allow-pickle if you trust it"
+        )
+    with torch.device("meta"):
+        meta_model = model_class(config)
+    if spec.weights is not None:
+        expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
+        check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, model_class.base_model_prefix)
+    if not weights:
+        return meta_model.eval()
+    torch.manual_seed(seed)
+    if checkpoint is None:
+        return model_class(config).eval()
+    return _load_pretrained(model_class, config, checkpoint)
+
+
+def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:
+    from transformers.utils import logging as hf_logging
+
+    use_safetensors = checkpoint.name.startswith("model.safetensors")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # missing head weights are expected; we report them ourselves
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar is noise on our stderr
+    try:
+        model = model_class.from_pretrained(
+            str(checkpoint.parent),
+            config=config,
+            local_files_only=True,
+            use_safetensors=use_safetensors,
+            trust_remote_code=False,
+        )
+    except (OSError, ValueError, RuntimeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot load weights from {checkpoint}: {first}") from error
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
+    return model.eval()
+
+
+def _config_kwargs(config: dict[str, Any]) -> dict[str, Any]:
+    """config.json content as BertConfig keyword arguments, without remote-code hooks."""
+    kwargs = {k: v for k, v in config.items() if k not in ("auto_map", "architectures", "transformers_version")}
+    kwargs.pop("model_type", None)
+    return kwargs
+
+
+def example_inputs(
+    spec: ModelSpec, device: str | torch.device = "meta", shape: tuple[int, ...] | None = None
+) -> dict[str, torch.Tensor]:
+    """Example ``input_ids``/``attention_mask``/``token_type_ids`` for tracing.
+
+    Without ``shape``, the spec's example size with every dimension at least 2:
+    torch.export specialises a size-1 dimension to a constant.
+    """
+    import torch
+
+    if shape is None:
+        shape = tuple(max(2, size) for size in spec.example_shape)
+    ids = torch.zeros(shape, dtype=torch.long, device=device)
+    return {
+        "input_ids": ids,
+        "attention_mask": torch.ones(shape, dtype=torch.long, device=device),
+        "token_type_ids": torch.zeros(shape, dtype=torch.long, device=device),
+    }
