@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.views import display_levels, display_name
+from bertgraph.graph.views import display_levels, display_name, sibling_content
 
 _CONTAINER_TYPES = frozenset({"ModuleList", "ModuleDict"})
 
@@ -132,12 +132,13 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
         if path:
             children[path.rsplit(".", 1)[0] if "." in path else ""].append(path)
 
+    content = sibling_content(graph)  # what each layer runs: the table alone misses a swapped op
     signature_cache: dict[str, str] = {}
 
     def signature(path: str) -> str:
         if path not in signature_cache:
             info = table.get(path, {})
-            parts = [info.get("type"), info.get("sizes"), totals.get(path, 0), str(shapes.get(path))]
+            parts = [info.get("type"), info.get("sizes"), totals.get(path, 0), str(shapes.get(path)), content.get(path)]
             parts += [(child.rsplit(".", 1)[-1], signature(child)) for child in children[path]]
             signature_cache[path] = hashlib.sha256(repr(parts).encode()).hexdigest()
         return signature_cache[path]

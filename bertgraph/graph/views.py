@@ -134,7 +134,7 @@ def view(graph: nx.DiGraph, level: int = 2, fold: bool = True) -> nx.DiGraph:
         result = anatomy(graph)
     else:
         result = collapse(graph, level)
-    return fold_repeats(result) if fold else result
+    return fold_repeats(result, sibling_content(graph)) if fold else result
 
 
 def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
@@ -328,20 +328,51 @@ def _exit_node(graph: nx.DiGraph, nodes: list[str]) -> str:
 
 
 # --- folding identical repeats ---------------------------------------------------------------
+#
+# Siblings fold only when identical, judged on their operator-level content: whatever the
+# view's depth, a layer whose insides differ from its neighbours' (another activation, an
+# extra op, other shapes or another mask) stays a box of its own. The digests come from the
+# operator graph (``sibling_content``) and are checked again on the view, which also makes
+# the siblings' view nodes match one to one.
 
 
-def fold_repeats(graph: nx.DiGraph) -> nx.DiGraph:
+def sibling_content(graph: nx.DiGraph) -> dict[str, str]:
+    """A digest of every numbered sibling's content, keyed by its path (``…encoder.layer.3``).
+
+    Computed on the operator graph, the digest covers every op below the sibling: op and
+    full target, module type and path below the sibling, output shape and dtype,
+    parameter count and names, and the wiring — edges inside the sibling with their
+    shapes, inputs from outside (a tensor that feeds only this sibling, like the hidden
+    states passed down the stack, counts by its shape; a tensor several siblings read,
+    like an attention mask, by where it comes from) and which ops are read outside.
+    Two siblings with equal digests are interchangeable; their index and parameter names'
+    prefix are left out.
+    """
+    content: dict[str, str] = {}
+    for container in _list_containers(graph):
+        for index, digest in _signatures(graph, container, _members(graph, container)).items():
+            content[f"{container}.{index}"] = digest
+    return content
+
+
+def fold_repeats(graph: nx.DiGraph, content: dict[str, str] | None = None) -> nx.DiGraph:
     """Fold runs of identical siblings (``encoder.layer.0`` … ``.11``) into one.
 
-    Siblings are identical when their nodes match one to one: the same ops, module
-    types, shapes and parameter counts, wired the same way. The first sibling stands
-    for the run: its module path becomes ``…layer.0-11``, its nodes carry
-    ``repeat=12`` and the parameters of all twelve. Edges between siblings disappear,
-    edges to and from the outside are kept once.
+    ``content`` is :func:`sibling_content` of the operator graph the view was made from;
+    an operator graph supplies its own, a view cannot (its merged nodes no longer show
+    what the siblings run), so folding a view without it is an error. Siblings are
+    identical when their operator-level digests are equal and their nodes in ``graph``
+    match one to one. The first sibling stands for the run: its module path becomes
+    ``…layer.0-11``, its nodes carry ``repeat=12`` and the parameters of all twelve.
+    Edges between siblings disappear, edges to and from the outside are kept once.
     """
+    if content is None:
+        if any(data.get(g.KIND) == g.MODULE_NODE for _, data in graph.nodes(data=True)):
+            raise ValueError("fold a view with the sibling_content() of the operator graph it was made from")
+        content = sibling_content(graph)
     result = graph
     for container in _list_containers(graph):
-        result = _fold_container(result, container)
+        result = _fold_container(result, container, content)
     return result
 
 
@@ -363,14 +394,23 @@ def _member_of(module: str, container: str) -> int | None:
     return int(head) if _INDEX.match(head) else None
 
 
-def _fold_container(graph: nx.DiGraph, container: str) -> nx.DiGraph:
+def _members(graph: nx.DiGraph, container: str) -> dict[int, list[str]]:
+    """Index of each sibling in ``container`` → its nodes, in execution order."""
     members: dict[int, list[str]] = defaultdict(list)
     for node in g.ops_in_order(graph):
         index = _member_of(graph.nodes[node].get(g.MODULE, ""), container)
         if index is not None and graph.nodes[node].get(g.KIND) not in (g.INPUT, g.OUTPUT):
             members[index].append(node)
-    signatures = {index: _signature(graph, nodes, f"{container}.{index}") for index, nodes in members.items()}
+    return dict(members)
 
+
+def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) -> nx.DiGraph:
+    members = _members(graph, container)
+    # A sibling whose content is unknown matches none.
+    signatures = {
+        index: (content.get(f"{container}.{index}", f"unknown {container}.{index}"), digest)
+        for index, digest in _signatures(graph, container, members).items()
+    }
     counterpart: dict[str, str] = {}  # node of a folded sibling → node of the first sibling
     rename: dict[str, int] = {}  # first sibling's node → run length
     run_ranges: dict[int, tuple[int, int]] = {}
@@ -442,25 +482,53 @@ def _fold_container(graph: nx.DiGraph, container: str) -> nx.DiGraph:
     return result
 
 
-def _signature(graph: nx.DiGraph, nodes: list[str], prefix: str) -> str:
-    """A digest of a sibling's structure that ignores its index and parameter names."""
-    position = {node: index for index, node in enumerate(nodes)}
+def _signatures(graph: nx.DiGraph, container: str, members: dict[int, list[str]]) -> dict[int, str]:
+    """Index → digest of each sibling in ``container`` (see ``sibling_content``)."""
+    sibling_of = {node: index for index, nodes in members.items() for node in nodes}
+    return {index: _signature(graph, container, index, members, sibling_of) for index in members}
+
+
+def _signature(
+    graph: nx.DiGraph, container: str, index: int, members: dict[int, list[str]], sibling_of: dict[str, int]
+) -> str:
+    """A digest of sibling ``index``'s nodes and wiring that ignores its index."""
+    prefix = f"{container}.{index}"
+    nodes = members[index]
+    position = {node: number for number, node in enumerate(nodes)}
     parts: list[Any] = []
     for node in nodes:
         data = graph.nodes[node]
-        module = data.get(g.MODULE, "")
         parts.append(
             (
-                module[len(prefix) :] if module.startswith(prefix) else module,
+                _relative(data.get(g.MODULE, ""), prefix),
                 data.get(g.KIND),
                 data.get(g.OP),
+                data.get(g.TARGET),
                 data.get(g.MODULE_TYPE),
                 str(data.get(g.SHAPE)),
                 data.get(g.DTYPE),
                 data.get(g.PARAMS),
+                [_relative(name, prefix) for name in data.get(g.PARAM_NAMES, [])],
+                [_relative(name, prefix) for name in data.get(g.SHARED_PARAMS, [])],
                 data.get(g.REPEAT, 1),
                 data.get(g.OWN_OPS, False),
             )
         )
-        parts.append(sorted(position[s] for s in graph.successors(node) if s in position))
+        inputs: list[tuple[Any, ...]] = []
+        for source in graph.predecessors(node):
+            edge = graph.edges[source, node]
+            facts = (str(edge.get(g.SHAPE)), edge.get(g.DTYPE), edge.get(g.TENSORS, 1))
+            if source in position:
+                inputs.append(("inside", position[source], facts))
+            elif len({sibling_of.get(n) for n in graph.successors(source)} - {None}) > 1:
+                inputs.append(("shared", source, facts))  # read by several siblings: an attention mask
+            else:
+                inputs.append(("passed in", facts))  # the hidden states from the sibling before
+        parts.append(sorted(inputs, key=repr))
+        parts.append(any(target not in position for target in graph.successors(node)))
     return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _relative(name: str, prefix: str) -> str:
+    """``name`` with the sibling's own path cut off (``…layer.3.attention`` → ``.attention``)."""
+    return name[len(prefix) :] if name == prefix or name.startswith(prefix + ".") else name
