@@ -20,9 +20,14 @@ Node attributes:
 ``shared_params``  parameters this op reads that are counted at another node (tied weights)
 ``repeat``         for a folded node, how many identical siblings it stands for
 ``order``          position in execution order (a stable sort key)
+``inputs``         (ops) shapes of the op's tensor arguments in argument order, parameters
+                   included (``linear``: input, weight, bias), dims named like ``shape``
+``alias``          (ops) the output shares storage with an input (a view, an in-place op,
+                   or eval-mode dropout): the op allocates no new tensor
 =================  =====================================================================
 
-Edges carry ``shape`` and ``dtype`` of the tensor that flows.
+Edges carry ``shape`` and ``dtype`` of the tensor that flows, and ``alias`` when the
+target's output is that tensor's storage.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ PARAM_NAMES = "param_names"
 SHARED_PARAMS = "shared_params"
 REPEAT = "repeat"
 ORDER = "order"
+INPUTS = "inputs"  # shapes of an op's tensor arguments, in argument order
+ALIAS = "alias"  # node: output shares an input's storage; edge: that input
 # View-only node attributes.
 OWN_OPS = "own_ops"  # the node stands for ops its module runs itself, not in a child
 OPS = "ops"  # op names a view node stands for, in execution order, without repeats
@@ -72,7 +79,7 @@ G_VERSIONS = "versions"  # {"bertgraph": ..., "torch": ..., "transformers": ...}
 
 # Attributes stored as JSON text in GraphML, which has no lists or mappings.
 JSON_ATTRS = frozenset(
-    {SHAPE, PARAM_NAMES, SHARED_PARAMS, OPS, G_CONFIG, G_EXAMPLE, G_MODULES, G_PARAMETERS, G_TIED, G_VERSIONS}
+    {SHAPE, INPUTS, PARAM_NAMES, SHARED_PARAMS, OPS, G_CONFIG, G_EXAMPLE, G_MODULES, G_PARAMETERS, G_TIED, G_VERSIONS}
 )
 
 

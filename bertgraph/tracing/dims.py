@@ -111,6 +111,11 @@ def name_dims(one: nx.DiGraph, two: nx.DiGraph, first: dict[str, int], second: d
         ):
             raise DimsError(f"{node} differs between the two traces")
         data[g.SHAPE] = named(data.get(g.SHAPE, []), other.get(g.SHAPE, []))
+        inputs, other_inputs = data.get(g.INPUTS, []), other.get(g.INPUTS, [])
+        if len(inputs) != len(other_inputs) or data.get(g.ALIAS) != other.get(g.ALIAS):
+            raise DimsError(f"{node} reads other tensors in the two traces")
+        if g.INPUTS in data:
+            data[g.INPUTS] = [named(a, b) for a, b in zip(inputs, other_inputs)]
     for source, target, data in one.edges(data=True):
         data[g.SHAPE] = named(data.get(g.SHAPE, []), two.edges[source, target].get(g.SHAPE, []))
     return one

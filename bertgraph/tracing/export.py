@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 # Ops that compute nothing a reader of the graph needs: shape queries and assertions.
 _SKIPPED_TARGETS = re.compile(r"^aten\.(sym_size|sym_numel|sym_stride|_assert_\w+|sym_constrain_range\w*)\.")
+# Ops that return their input itself when not training.
+_RETURNS_INPUT_IN_EVAL = frozenset(
+    f"aten.{name}.default" for name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
+)
 
 
 class TensorFacts(NamedTuple):
@@ -197,6 +201,8 @@ def graph_from_program(
         if _SKIPPED_TARGETS.match(target) or not _is_tensorish(value):
             continue
         facts = _facts(value, symbols)
+        arguments = _tensor_arguments(node)
+        aliased = _aliased_argument(node, value, arguments)
         module, module_type = _module_of(node)
         reads = [placeholder_params[a.name] for a in node.all_input_nodes if a.name in placeholder_params]
         own = [name for name in dict.fromkeys(reads) if name not in counted]
@@ -213,16 +219,22 @@ def graph_from_program(
             g.PARAMS: sum(numel[name] for name in own),
             g.PARAM_NAMES: own,
             g.ORDER: order,
+            g.INPUTS: [_facts(argument.meta.get("val"), symbols).shape for argument in arguments],
         }
         if shared:
             attrs[g.SHARED_PARAMS] = shared
+        if aliased is not None:
+            attrs[g.ALIAS] = True
         graph.add_node(node.name, **attrs)
         kept[node.name] = node.name
         edge_facts[node.name] = facts
         for source in node.all_input_nodes:
             if source.name in kept and kept[source.name] != node.name:
                 facts_in = edge_facts[source.name]
-                graph.add_edge(kept[source.name], node.name, **{g.SHAPE: facts_in.shape, g.DTYPE: facts_in.dtype})
+                edge: dict[str, Any] = {g.SHAPE: facts_in.shape, g.DTYPE: facts_in.dtype}
+                if aliased is not None and kept.get(aliased.name) == kept[source.name]:
+                    edge[g.ALIAS] = True
+                graph.add_edge(kept[source.name], node.name, **edge)
 
     g.prune_dead(graph)
     unread = [name for name in numel if name not in counted]
@@ -280,6 +292,50 @@ def _dim_symbols(program: ExportedProgram, spec: ModelSpec) -> dict[Any, str]:
                 if expr is not None and expr.free_symbols:
                     symbols[expr] = name
     return symbols
+
+
+def _tensor_arguments(node: Node) -> list[Node]:
+    """The arguments of an op that are tensors, in argument order (lists flattened, keywords last)."""
+    found: list[Node] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+        elif hasattr(value, "meta") and _is_tensor(value.meta.get("val")):
+            found.append(value)
+
+    visit(node.args)
+    visit(list(node.kwargs.values()))
+    return found
+
+
+def _aliased_argument(node: Node, value: Any, arguments: list[Node]) -> Node | None:
+    """The argument whose storage the op's output shares (a view, an in-place op), if any.
+
+    Eval-mode dropout returns its input itself (``at::dropout``) although the exported
+    program records a fresh tensor, so it counts as an alias of its input.
+    """
+    if str(node.target) in _RETURNS_INPUT_IN_EVAL:
+        train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train")
+        if train is False and arguments:
+            return arguments[0]
+    output = next((v for v in (value if isinstance(value, (list, tuple)) else [value]) if _is_tensor(v)), None)
+    key = _storage_key(output)
+    if key is None:
+        return None
+    return next((a for a in arguments if _storage_key(a.meta.get("val")) == key), None)
+
+
+def _storage_key(value: Any) -> int | None:
+    try:
+        return int(value.untyped_storage()._cdata)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return None  # no storage to share (a nested or sparse tensor, a symbolic number)
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (list, tuple))
 
 
 def _is_tensorish(value: Any) -> bool:
@@ -388,6 +444,7 @@ def parameter_table(model: torch.nn.Module) -> list[dict[str, Any]]:
                 "shape": list(parameter.shape),
                 "numel": parameter.numel(),
                 "trainable": bool(parameter.requires_grad),
+                "dtype": str(parameter.dtype).removeprefix("torch."),
                 "module": name.rsplit(".", 1)[0] if "." in name else "",
             }
         )
