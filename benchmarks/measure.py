@@ -6,7 +6,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
@@ -37,9 +37,12 @@ class Series:
         times = [r.seconds for r in self.runs]
         return f"{min(times):.2f}–{max(times):.2f}"
 
-    def value(self) -> float:
-        """The median of what the process printed (an in-process timing)."""
-        return statistics.median(float(r.stdout.strip().splitlines()[-1]) for r in self.runs)
+    def span(self) -> float | None:
+        """The median of the seconds each run printed last (an in-process timing), if it did."""
+        try:
+            return statistics.median(float(r.stdout.strip().splitlines()[-1]) for r in self.runs)
+        except (ValueError, IndexError):
+            return None
 
 
 def run_measured(command: Sequence[str], env: dict[str, str] | None = None) -> Run:
@@ -65,7 +68,7 @@ def alternate(
     runs: int,
     warmup: int = 1,
     envs: dict[str, dict[str, str]] | None = None,
-    prepare: dict[str, object] | None = None,
+    prepare: dict[str, Callable[[], None]] | None = None,
 ) -> dict[str, Series]:
     """Run every command ``warmup`` times unrecorded, then ``runs`` times in turn (A B A B …).
 
@@ -75,7 +78,7 @@ def alternate(
     for round_index in range(warmup + runs):
         for name, command in commands.items():
             if prepare and name in prepare:
-                prepare[name]()  # type: ignore[operator]
+                prepare[name]()
             run = run_measured(command, (envs or {}).get(name))
             if round_index >= warmup:
                 series[name].runs.append(run)

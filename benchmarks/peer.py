@@ -1,8 +1,9 @@
 """One task of one peer tool, run as its own process by ``benchmarks/run.py``.
 
 Each task builds the same model as bertgraph from the same config and does what a user
-of that tool does. Tasks that time a single call (``export-call``, ``trace-call``) print
-its seconds on stdout, measured after the imports; the rest are timed from outside.
+of that tool does. ``export-span`` and ``trace-span`` also print the seconds of the same
+span measured inside the process (after the imports, model building included); every
+task is timed as a whole process from outside too.
 
     python benchmarks/peer.py TASK --layers 12 --hidden 768 --heads 12 --intermediate 3072 \
         --head sequence-classification [--out PATH]
@@ -15,15 +16,7 @@ import time
 from typing import Any
 
 HEADS = {"base": "BertModel", "sequence-classification": "BertForSequenceClassification"}
-TASKS = (
-    "torchview-real",
-    "torchview-meta",
-    "torchinfo-meta",
-    "export-call",
-    "export-process",
-    "trace-call",
-    "onnx-bare",
-)
+TASKS = ("torchview-real", "torchview-meta", "torchinfo-meta", "export-span", "trace-span", "onnx-bare")
 
 
 def build(args: argparse.Namespace, device: str) -> Any:
@@ -67,19 +60,32 @@ def torchinfo_table(args: argparse.Namespace) -> None:
     print(summary(model, input_data=inputs("meta", with_mask=False), device="meta", verbose=0))
 
 
-def export_call(args: argparse.Namespace) -> float:
+def _import_for_span(head: str) -> None:
+    """What both spans leave outside the timer: torch, torch.export and transformers' classes."""
+    import torch.export  # noqa: F401
+    import transformers
+
+    getattr(transformers, HEADS[head])
+
+
+def export_span(args: argparse.Namespace) -> float:
+    """Build the model on the meta device and export it: the seconds after the imports."""
     import torch
 
-    model = build(args, "meta")
+    _import_for_span(args.head)
     start = time.perf_counter()
+    model = build(args, "meta")
     torch.export.export(model, (), inputs("meta", with_mask=True, batch=2), strict=False)
     return time.perf_counter() - start
 
 
-def trace_call(args: argparse.Namespace) -> float:
+def trace_span(args: argparse.Namespace) -> float:
+    """bertgraph's trace of the same model (build, export, graph): the seconds after the imports."""
     from bertgraph.model import resolve
     from bertgraph.tracing import trace
 
+    _import_for_span(args.head)
+    start = time.perf_counter()
     spec = resolve(
         "bert-base-uncased",
         args.head,
@@ -90,10 +96,6 @@ def trace_call(args: argparse.Namespace) -> float:
             "intermediate": args.intermediate,
         },
     )
-    # Imports are not part of the call: load what building the model would load.
-    from transformers import BertForSequenceClassification, BertModel  # noqa: F401
-
-    start = time.perf_counter()
     trace(spec)
     return time.perf_counter() - start
 
@@ -132,12 +134,10 @@ def main() -> None:
         torchview_svg(args, "meta")
     elif args.task == "torchinfo-meta":
         torchinfo_table(args)
-    elif args.task == "export-call":
-        print(f"{export_call(args):.4f}")
-    elif args.task == "export-process":
-        export_call(args)
-    elif args.task == "trace-call":
-        print(f"{trace_call(args):.4f}")
+    elif args.task == "export-span":
+        print(f"{export_span(args):.4f}")
+    elif args.task == "trace-span":
+        print(f"{trace_span(args):.4f}")
     elif args.task == "onnx-bare":
         onnx_bare(args)
 
