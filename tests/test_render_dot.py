@@ -15,6 +15,7 @@ import pytest
 from bertgraph.api import Architecture
 from bertgraph.model import HEADS
 from bertgraph.render import dot, graphviz_run
+from tests import drawn
 from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
 
@@ -39,6 +40,9 @@ def test_every_head_and_depth_lays_out(traced: Callable[..., Architecture], head
         source = arch.to_dot(depth, fold=fold)
         svg = graphviz_run.render(source, "svg")
         text = svg_texts(svg)
+        shown, view = drawn.read_svg(svg), arch.view(depth, fold=fold)
+        assert sorted(shown.nodes) == drawn.expected_nodes(view), (depth, fold)
+        assert len(shown.edges) == view.number_of_edges(), (depth, fold)
         assert arch.model_class in text
         assert "input_ids" in text
         if depth >= 2 and fold:
@@ -134,14 +138,39 @@ def test_dot_text_ignores_insertion_order(traced: Callable[..., Architecture]) -
         assert dot.generate_dot(graph, depth) == dot.generate_dot(shuffled, depth)
 
 
-def test_cli_writes_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str], dot_binary: str) -> None:
+def test_cli_writes_every_format(
+    traced: Callable[..., Architecture], tmp_path: Path, capsys: pytest.CaptureFixture[str], dot_binary: str
+) -> None:
     from bertgraph.cli import main
 
     for name in ("b.svg", "b.png", "b.pdf", "b.dot", "b.mmd", "b.md"):
         assert main(["render", "bert-tiny", "--head", "token-classification", "-o", str(tmp_path / name)]) == 0
-    assert (tmp_path / "b.md").read_text().startswith("```mermaid\n---\ntitle:")
-    assert (tmp_path / "b.dot").read_text().startswith("digraph bertgraph {")
-    subprocess.run([dot_binary, "-Tsvg", str(tmp_path / "b.dot"), "-o", os.devnull], check=True)
+    arch = traced("bert-tiny", "token-classification")
+    view = arch.view(2)
+    labels = ("layer.0-1", "BertLayer × 2", "198K params each · 397K in all", "classifier", "Linear 128 → 2")
+    # DOT: the diagram of the view, as the API makes it; dot lays it out as the SVG shows it.
+    source = (tmp_path / "b.dot").read_text()
+    assert source == arch.to_dot(2)
+    laid_out = subprocess.run([dot_binary, "-Tsvg", str(tmp_path / "b.dot")], capture_output=True, check=True).stdout
+    svg = drawn.read_svg((tmp_path / "b.svg").read_bytes())
+    assert svg == drawn.read_svg(laid_out)
+    assert sorted(svg.nodes) == drawn.expected_nodes(view)
+    assert len(svg.edges) == view.number_of_edges() == 14
+    for label in labels:
+        assert label in svg.texts, label
+    # PNG at 144 dpi and PDF: pictures of the same page.
+    width, height = drawn.png_size((tmp_path / "b.png").read_bytes())
+    assert abs(width - 2 * svg.width) <= 2 and abs(height - 2 * svg.height) <= 2
+    page = drawn.pdf_page((tmp_path / "b.pdf").read_bytes())
+    assert svg.width <= page[0] <= svg.width + 80 and svg.height <= page[1] <= svg.height + 80
+    # Mermaid, bare and fenced in Markdown: every view node and edge.
+    mermaid = (tmp_path / "b.mmd").read_text()
+    assert mermaid == arch.to_mermaid(2)
+    assert (tmp_path / "b.md").read_text() == f"```mermaid\n{mermaid}```\n"
+    assert len(drawn.mermaid_nodes(mermaid)) == view.number_of_nodes()
+    assert len(drawn.mermaid_edges(mermaid)) == view.number_of_edges()
+    for label in labels:
+        assert label in mermaid, label
 
 
 def test_missing_dot_names_the_package_and_keeps_the_dot(tmp_path: Path) -> None:

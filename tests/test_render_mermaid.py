@@ -11,6 +11,7 @@ import pytest
 from bertgraph.api import Architecture
 from bertgraph.model import HEADS
 from bertgraph.render import mermaid
+from tests import drawn
 from tests.conftest import require
 from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
@@ -20,6 +21,12 @@ from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 def needs_browser() -> None:
     reason = browser_available()
     require(reason is None, reason or "")
+
+
+def assert_all_drawn(source: str, svg: str, name: str) -> None:
+    """mermaid.js drew every node and edge the source defines."""
+    assert sorted(drawn.mermaid_svg_nodes(svg)) == sorted(drawn.mermaid_nodes(source)), name
+    assert drawn.mermaid_svg_edges(svg) == len(drawn.mermaid_edges(source)) > 0, name
 
 
 @pytest.mark.browser
@@ -37,6 +44,11 @@ def test_every_head_at_depths_one_to_three_renders(traced: Callable[..., Archite
     results = render_mermaid(diagrams)
     failures = {name: r.error for name, r in results.items() if not r.ok}
     assert failures == {}
+    for name, source in diagrams.items():
+        assert_all_drawn(source, results[name].svg, name)
+    assert len(drawn.mermaid_nodes(diagrams["sequence-classification-2"])) == (
+        traced("bert-base-uncased", "sequence-classification").view(2).number_of_nodes()
+    )
     text = svg_text(results["sequence-classification-2"].svg)
     for label in (
         *DEPTH_TWO_LABELS,
@@ -56,6 +68,9 @@ def test_comparisons_of_every_pair_render(traced: Callable[..., Architecture]) -
     diagrams = {f"{a} vs {b}": archs[a].to_mermaid(2, compare=archs[b]) for a, b in itertools.combinations(HEADS, 2)}
     results = render_mermaid(diagrams)
     assert {name: r.error for name, r in results.items() if not r.ok} == {}
+    for name, source in diagrams.items():
+        assert_all_drawn(source, results[name].svg, name)
+        assert "only in this variant" in svg_text(results[name].svg), name
 
 
 def test_too_large_diagrams_fold_and_step_back(traced: Callable[..., Architecture]) -> None:
@@ -68,13 +83,17 @@ def test_too_large_diagrams_fold_and_step_back(traced: Callable[..., Architectur
     assert mermaid.generate_mermaid(deep.graph, depth=2).notes == []
 
 
-def test_cli_reports_the_fallback_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_reports_the_fallback_on_stderr(
+    traced: Callable[..., Architecture], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from bertgraph.cli import main
 
     target = tmp_path / "deep.mmd"
     assert main(["render", "bert-tiny", "--layers", "48", "--depth", "4", "--unfold", "-o", str(target)]) == 0
     assert "would exceed Mermaid's limits" in capsys.readouterr().err
-    assert target.read_text().startswith("---\ntitle:")
+    expected = mermaid.generate_mermaid(traced("bert-tiny", "base", layers=48).graph, depth=4, fold=False)
+    assert target.read_text() == expected.text
+    assert expected.folded and 0 < len(drawn.mermaid_edges(expected.text)) <= mermaid.MAX_EDGES
 
 
 def test_mermaid_text_ignores_insertion_order(traced: Callable[..., Architecture]) -> None:

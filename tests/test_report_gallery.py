@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import networkx as nx
 import pytest
 from markdown_it import MarkdownIt
 
 from bertgraph.api import Architecture
 from bertgraph.cli import main
 from bertgraph.gallery import build_gallery
+from tests import drawn
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,14 +57,45 @@ def test_report_without_svg_and_for_base(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_notebook_representations(traced: Callable[..., Architecture], tmp_path: Path, dot_binary: str) -> None:
     arch = traced("bert-tiny", "sequence-classification")
+    view = arch.view(2)
+    labels = ("layer.0-1", "BertLayer × 2", "198K params each · 397K in all", "classifier", "Linear 128 → 2")
     svg = arch._repr_svg_()
-    assert svg.lstrip().startswith("<?xml") and "BertLayer × 2" in svg
-    assert arch._repr_markdown_().startswith("```mermaid\n")
-    assert arch.to_dot().startswith("digraph bertgraph {")
-    assert arch.to_mermaid(1).startswith("---\ntitle:")
-    for name in ("a.svg", "a.png", "a.pdf", "a.dot", "a.mmd", "a.md", "a.graphml", "a.json"):
-        assert arch.save(tmp_path / name).stat().st_size > 0
-    assert "BertForSequenceClassification" in repr(arch) and "4,386,178" in repr(arch)
+    assert svg.lstrip().startswith("<?xml")
+    shown = drawn.read_svg(svg.encode())
+    assert sorted(shown.nodes) == drawn.expected_nodes(view)
+    assert len(shown.edges) == view.number_of_edges()
+    for label in labels:
+        assert label in shown.texts, label
+    markdown = arch._repr_markdown_()
+    assert markdown == f"```mermaid\n{arch.to_mermaid()}```\n"
+    assert len(drawn.mermaid_nodes(markdown)) == view.number_of_nodes()
+    assert len(drawn.mermaid_edges(markdown)) == view.number_of_edges()
+    one = arch.to_mermaid(1)
+    assert one.startswith("---\ntitle:") and len(drawn.mermaid_nodes(one)) == arch.view(1).number_of_nodes()
+    assert arch.to_dot().startswith("digraph bertgraph {") and arch.to_dot() == arch.to_dot(2)
+
+    saved = {name: arch.save(tmp_path / name) for name in ("a.svg", "a.png", "a.pdf", "a.dot", "a.mmd", "a.md")}
+    assert drawn.read_svg(saved["a.svg"].read_bytes()) == shown
+    assert saved["a.dot"].read_text() == arch.to_dot()
+    assert saved["a.mmd"].read_text() == arch.to_mermaid()
+    assert saved["a.md"].read_text() == markdown
+    width, height = drawn.png_size(saved["a.png"].read_bytes())
+    assert abs(width - 2 * shown.width) <= 2 and abs(height - 2 * shown.height) <= 2
+    page = drawn.pdf_page(saved["a.pdf"].read_bytes())
+    assert shown.width <= page[0] <= shown.width + 80 and shown.height <= page[1] <= shown.height + 80
+    for name in ("a.graphml", "a.json"):
+        written = read_graph(arch.save(tmp_path / name))
+        assert list(written.nodes) == list(view.nodes) and list(written.edges) == list(view.edges), name
+        assert written.nodes["bert.encoder.layer.0-1"]["repeat"] == 2
+        assert sum(int(d["params"]) for _, d in written.nodes(data=True)) == 4_386_178
+    assert repr(arch) == "<Architecture bert-tiny BertForSequenceClassification (4,386,178 parameters)>"
+
+
+def read_graph(path: Path) -> nx.DiGraph:
+    """A written graph file, read back with plain networkx."""
+    if path.suffix == ".graphml":
+        return nx.read_graphml(path)
+    return nx.node_link_graph(json.loads(path.read_text()), directed=True, edges="edges")
 
 
 def committed_outputs() -> dict[str, bytes]:

@@ -1,0 +1,131 @@
+"""The graph cache serves exactly what a fresh trace gives, and only when it may."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bertgraph
+from bertgraph import cache
+from bertgraph.api import load
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
+from bertgraph.model import resolve
+
+PACKAGE = Path(bertgraph.__file__).resolve().parent
+KEY_PROBE = (
+    "from bertgraph import cache; from bertgraph.model import resolve; "
+    "print(cache.__file__); print(cache.key(resolve('bert-tiny')))"
+)
+
+
+def _cli(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "BERTGRAPH_CACHE_DIR": str(folder), **env}
+    if "BERTGRAPH_NO_CACHE" not in env:
+        environment.pop("BERTGRAPH_NO_CACHE", None)
+    command = [sys.executable, "-m", "bertgraph", *argv]
+    return subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+
+
+def test_a_cached_graph_is_the_fresh_graph_byte_for_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path))
+    spec = resolve("bert-tiny", "masked-lm", overrides={"layers": 3})
+    fresh = bertgraph.trace("bert-tiny", "masked-lm", layers=3, cache=False).graph
+    assert not any(tmp_path.iterdir())  # cache=False wrote nothing
+    stored = load(spec).graph  # traces and fills the cache
+    served = cache.load(spec)
+    assert served is not None and served is not stored
+    text = "".join(graph_io.generate_json(fresh))
+    assert "".join(graph_io.generate_json(served)) == text
+    assert "".join(graph_io.generate_json(load(spec).graph)) == text  # what a warm command gets
+    assert sorted(served.edges(data=True)) == sorted(fresh.edges(data=True))
+    assert served.graph == fresh.graph
+
+
+@pytest.fixture
+def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache holding a valid entry under bert-tiny's real key, renamed: served, it would show."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(folder))
+    graph = bertgraph.trace("bert-tiny", cache=False).graph.copy()
+    graph.graph[g.G_NAME] = "planted-entry"
+    cache.store(resolve("bert-tiny"), graph)
+    assert cache.load(resolve("bert-tiny")) is not None
+    return folder
+
+
+def test_a_planted_entry_is_served_from_the_cache(planted: Path) -> None:
+    served = _cli(planted, "summary", "bert-tiny")
+    assert served.returncode == 0, served.stderr
+    assert served.stdout.startswith("planted-entry · BertModel")
+
+
+@pytest.mark.parametrize("switch", ["--no-cache", "BERTGRAPH_NO_CACHE=1"])
+def test_no_cache_never_reads_a_filled_cache(planted: Path, switch: str) -> None:
+    before = sorted((p.name, p.read_bytes()) for p in planted.iterdir())
+    argv = ["summary", "bert-tiny"] + (["--no-cache"] if switch.startswith("--") else [])
+    env = {} if switch.startswith("--") else {"BERTGRAPH_NO_CACHE": "1"}
+    result = _cli(planted, *argv, **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("bert-tiny · BertModel")
+    assert "planted-entry" not in result.stdout
+    assert sorted((p.name, p.read_bytes()) for p in planted.iterdir()) == before  # nor wrote it
+
+
+def test_the_key_covers_the_graph_code(tmp_path: Path) -> None:
+    def key_of(package: Path) -> str:
+        env = {**os.environ, "PYTHONPATH": str(package.parent)}
+        command = [sys.executable, "-c", KEY_PROBE]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, check=True)
+        imported, key = done.stdout.split()
+        assert Path(imported) == package / "cache.py"  # the copy, not the installed package
+        return key
+
+    copy = tmp_path / "same" / "bertgraph"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert key_of(copy) == cache.key(resolve("bert-tiny"))
+    for folder in ("graph", "tracing", "model"):
+        edited = tmp_path / folder / "bertgraph"
+        shutil.copytree(copy, edited)
+        module = sorted((edited / folder).glob("*.py"))[-1]
+        module.write_text(module.read_text(encoding="utf-8") + "\n# an edit\n", encoding="utf-8")
+        assert key_of(edited) != key_of(copy), folder
+
+
+def test_the_key_covers_a_pickled_checkpoint(tmp_path: Path) -> None:
+    import torch
+    import transformers
+
+    from tests.conftest import TINY_CONFIG
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(**TINY_CONFIG)
+    config.save_pretrained(tmp_path)
+    weights = tmp_path / "pytorch_model.bin"
+    torch.save(transformers.BertModel(config).state_dict(), weights)  # the pickled format transformers reads
+    assert weights.is_file() and not (tmp_path / "model.safetensors").exists()
+    before = cache.key(resolve(str(tmp_path), allow_pickle=True))
+    assert before != cache.key(resolve(str(tmp_path)))  # read only with allow_pickle
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert cache.key(resolve(str(tmp_path), allow_pickle=True)) != before
+    weights.write_bytes(weights.read_bytes() + b"\0")
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert cache.key(resolve(str(tmp_path), allow_pickle=True)) != before  # same time, other size
+
+
+def test_a_warm_command_writes_what_a_cold_one_does(tmp_path: Path) -> None:
+    folder, cold, warm = tmp_path / "cache", tmp_path / "cold.dot", tmp_path / "warm.dot"
+    reference = ["bert-tiny", "--head", "masked-lm", "--layers", "3"]
+    assert _cli(folder, "render", *reference, "--depth", "3", "-o", str(cold)).returncode == 0
+    assert len(list(folder.iterdir())) == 1  # the entry the warm commands read
+    assert _cli(folder, "render", *reference, "--depth", "3", "-o", str(warm)).returncode == 0
+    assert warm.read_bytes() == cold.read_bytes()
+    served, fresh = _cli(folder, "summary", *reference), _cli(folder, "summary", *reference, "--no-cache")
+    assert served.returncode == fresh.returncode == 0
+    assert served.stdout == fresh.stdout and "(0-2): 3 × BertLayer" in served.stdout
