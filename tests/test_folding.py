@@ -96,6 +96,22 @@ def _other_shape(graph: nx.DiGraph) -> None:
     graph.nodes[_layer_node(graph, "attention.self:view")][g.SHAPE] = ["batch", "seq", 4, 32]
 
 
+def _other_argument_shape(graph: nx.DiGraph) -> None:
+    node = graph.nodes[_layer_node(graph, "intermediate.dense:linear")]
+    node[g.INPUTS] = [["batch", "seq", 128], [512, 128]]  # no bias
+
+
+def _aliasing(graph: nx.DiGraph) -> None:
+    source, target = _layer_node(graph, "output.dense:linear"), _layer_node(graph, "output.dropout:dropout")
+    graph.nodes[target][g.ALIAS] = not graph.nodes[target].get(g.ALIAS, False)
+    graph.edges[source, target][g.ALIAS] = graph.nodes[target][g.ALIAS]
+
+
+def _edge_aliasing(graph: nx.DiGraph) -> None:
+    edge = graph.edges[_layer_node(graph, "output.dense:linear"), _layer_node(graph, "output.dropout:dropout")]
+    edge[g.ALIAS] = not edge.get(g.ALIAS, False)
+
+
 def _other_dtype(graph: nx.DiGraph) -> None:
     graph.nodes[_layer_node(graph, "intermediate.intermediate_act_fn:gelu")][g.DTYPE] = "float16"
 
@@ -149,6 +165,9 @@ EDITS: dict[str, Callable[[nx.DiGraph], None]] = {
     "another module type": _other_module_type,
     "another shape inside": _other_shape,
     "another dtype": _other_dtype,
+    "another argument shape": _other_argument_shape,
+    "an output that aliases its input": _aliasing,
+    "an edge that aliases": _edge_aliasing,
     "parameters held elsewhere": _parameters_moved,
     "a parameter renamed": _parameter_renamed,
     "a tied parameter read": _tied_parameter,

@@ -340,8 +340,8 @@ def sibling_content(graph: nx.DiGraph) -> dict[str, str]:
     """A digest of every numbered sibling's content, keyed by its path (``…encoder.layer.3``).
 
     Computed on the operator graph, the digest covers every op below the sibling: op and
-    full target, module type and path below the sibling, output shape and dtype,
-    parameter count and names, and the wiring — edges inside the sibling with their
+    full target, module type and path below the sibling, output shape and dtype, argument
+    shapes, aliasing, parameter count and names, and the wiring — edges inside the sibling with their
     shapes, inputs from outside (a tensor that feeds only this sibling, like the hidden
     states passed down the stack, counts by its shape; a tensor several siblings read,
     like an attention mask, by where it comes from) and which ops are read outside.
@@ -507,6 +507,8 @@ def _signature(
                 data.get(g.MODULE_TYPE),
                 str(data.get(g.SHAPE)),
                 data.get(g.DTYPE),
+                str(data.get(g.INPUTS)),
+                data.get(g.ALIAS, False),
                 data.get(g.PARAMS),
                 [_relative(name, prefix) for name in data.get(g.PARAM_NAMES, [])],
                 [_relative(name, prefix) for name in data.get(g.SHARED_PARAMS, [])],
@@ -517,7 +519,7 @@ def _signature(
         inputs: list[tuple[Any, ...]] = []
         for source in graph.predecessors(node):
             edge = graph.edges[source, node]
-            facts = (str(edge.get(g.SHAPE)), edge.get(g.DTYPE), edge.get(g.TENSORS, 1))
+            facts = (str(edge.get(g.SHAPE)), edge.get(g.DTYPE), edge.get(g.ALIAS, False), edge.get(g.TENSORS, 1))
             if source in position:
                 inputs.append(("inside", position[source], facts))
             elif len({sibling_of.get(n) for n in graph.successors(source)} - {None}) > 1:
