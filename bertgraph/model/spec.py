@@ -17,6 +17,7 @@ from typing import Any
 
 from bertgraph.errors import BertgraphError, CheckpointError, ConfigError, ModelReferenceError, first_line
 from bertgraph.files import expand_user, path_kind
+from bertgraph.model.checkpoint import read_checkpoint
 from bertgraph.model.fields import ConfigRules, Field, check_config, problem
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
 
@@ -211,6 +212,8 @@ def resolve(
         raise ConfigError(f"unknown head {head!r}; choose one of: {', '.join(HEADS)}")
     name, source, config, config_path, directory = _locate(reference)
     weights, pickle_weights = _find_weights(directory) if directory is not None else (None, None)
+    if weights is not None:
+        read_checkpoint(weights)  # headers only: a damaged checkpoint is reported before any work
     clean = {k: v for k, v in (overrides or {}).items() if v is not None}
     for option, value in clean.items():
         if option not in OVERRIDE_FIELDS:
