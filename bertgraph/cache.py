@@ -9,6 +9,7 @@ cache; ``--no-cache`` (or ``BERTGRAPH_NO_CACHE=1``) turns it off.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ from typing import Any
 
 import networkx as nx
 
+from bertgraph.errors import BertgraphError
 from bertgraph.graph import io as graph_io
 from bertgraph.model import ModelSpec
 
@@ -54,11 +56,10 @@ def _file_identity(path: Path | None) -> dict[str, Any] | None:
         return None
     files = [path]
     if path.name.endswith(".index.json"):
-        try:
-            shards = json.loads(path.read_text(encoding="utf-8")).get("weight_map", {}).values()
-            files += [path.parent / s for s in sorted(set(shards))]
-        except (OSError, ValueError):
-            pass
+        from bertgraph.model.checkpoint import read_index
+
+        with contextlib.suppress(BertgraphError):  # resolve() has reported a bad index already
+            files += [path.parent / shard for shard in sorted(set(read_index(path).values()))]
     identity = []
     for file in files:
         try:

@@ -1,53 +1,189 @@
-"""Writing output files safely: all or nothing, never a partial file over a good one."""
+"""Files on disk: what a path names, and writing output files all or nothing.
+
+The rules for an output path (``-o``, and every file ``gallery`` writes):
+
+* a missing file is created; a regular file is replaced in one step (a temporary file
+  beside it, then ``os.replace``), keeping its permission bits;
+* a symbolic link to a regular file is written through: its target is replaced and the
+  link stays a link (``/proc/self/fd/1`` is such a link only when standard output is a
+  regular file);
+* anything else is refused before any work: a directory, a FIFO, a device, a socket, a
+  broken link, a link loop, a read-only file, a folder that is missing, read-only or
+  cannot hold new files (``/proc``);
+* the same checks run again just before the write; a failed write (a full disk) leaves
+  the old file as it was and no temporary file behind.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from bertgraph.errors import BertgraphError
 
 
-def check_writable(path: str | Path) -> Path:
-    """The output path, checked before any work is done.
+class PathKind(NamedTuple):
+    """What a path names: ``missing``, ``file``, ``directory``, ``special`` (anything else that
+    exists, a broken link or a link loop) or ``unreachable``, and the same in words."""
+
+    kind: str
+    description: str
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def expand_user(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would.
 
     Raises:
-        BertgraphError: the path is a directory or its folder is missing or read-only.
+        BertgraphError: the user does not exist (or has no home folder).
+
+    >>> expand_user("plain/file.svg")
+    PosixPath('plain/file.svg')
+    >>> expand_user("~no-such-user-here/x.svg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bertgraph.errors.BertgraphError: cannot expand ~no-such-user-here in ...: no such user; give the folder's full path
     """
-    target = Path(path)
-    if target.is_dir():
-        raise BertgraphError(f"{target} is a directory; give a file name such as {target / 'bert.svg'}")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise BertgraphError(f"cannot write {target}: folder {folder} does not exist; create it first")
-    if not os.access(folder, os.W_OK):
-        raise BertgraphError(f"cannot write {target}: folder {folder} is not writable")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise BertgraphError(f"cannot write {target}: the file is read-only")
+    text = os.fspath(path)
+    if not text.startswith("~"):
+        return Path(text)
+    expanded = os.path.expanduser(text)
+    if expanded == text:
+        user = text.split(os.sep, 1)[0]
+        reason = "no such user" if user != "~" else "the home folder is unknown (HOME is not set)"
+        raise BertgraphError(f"cannot expand {user} in {text}: {reason}; give the folder's full path")
+    return Path(expanded)
+
+
+def path_kind(path: Path) -> PathKind:
+    """What ``path`` names, following symbolic links, without opening it.
+
+    >>> path_kind(Path("/")).kind, path_kind(Path("/no/such/path")).kind
+    ('directory', 'missing')
+    >>> path_kind(Path("/dev/null"))
+    PathKind(kind='special', description='a character device')
+    """
+    try:
+        info = path.stat()
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return PathKind("special", "a symbolic link loop")
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            if path.is_symlink():
+                return PathKind("special", f"a broken symbolic link (to {os.readlink(path)}, which does not exist)")
+            return PathKind("missing", "missing")
+        return PathKind("unreachable", _reason(error))
+    if stat.S_ISREG(info.st_mode):
+        return PathKind("file", "a regular file")
+    if stat.S_ISDIR(info.st_mode):
+        return PathKind("directory", "a directory")
+    for test, description in _SPECIAL:
+        if test(info.st_mode):
+            return PathKind("special", description)
+    return PathKind("special", "not a regular file")
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """The regular file writing ``path`` replaces (the link's target for a symbolic link).
+
+    Called before any work and again by :func:`write_atomic`; the rules are in the
+    module docstring.
+
+    Raises:
+        BertgraphError: one line saying why ``path`` cannot be written and what to do.
+    """
+    requested = expand_user(path)
+    found = path_kind(requested)
+    if found.kind == "directory":
+        raise BertgraphError(f"{requested} is a directory; give a file name such as {requested / 'bert.svg'}")
+    if found.kind == "special":
+        raise BertgraphError(
+            f"cannot write {requested}: it is {found.description}; bertgraph only replaces regular files, "
+            "so give the path of a new or regular file"
+        )
+    if found.kind == "unreachable":
+        raise BertgraphError(f"cannot write {requested}: {found.description}")
+    target = Path(os.path.realpath(requested)) if found.kind == "file" else requested
+    folder = target.parent
+    if found.kind == "missing":
+        parent = path_kind(folder)
+        if parent.kind == "missing":
+            raise BertgraphError(f"cannot write {requested}: folder {folder} does not exist; create it first")
+        if parent.kind == "unreachable":
+            raise BertgraphError(f"cannot write {requested}: folder {folder}: {parent.description}")
+        if parent.kind != "directory":
+            raise BertgraphError(f"cannot write {requested}: {folder} is {parent.description}, not a folder")
+    elif not target.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise BertgraphError(f"cannot write {requested}: the file is read-only; make it writable or choose another")
+    _probe_folder(requested, folder)
     return target
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` to a temporary file beside ``path``, then move it into place.
-
-    A failure leaves whatever was at ``path`` untouched and no temporary file behind.
-    """
-    target = check_writable(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    handle, temporary = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
+def _probe_folder(requested: Path, folder: Path) -> None:
+    """Create and remove a temporary file in ``folder``: the one test of writability that never lies
+    (``os.access`` says yes to root on read-only mounts and in ``/proc``)."""
     try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=f".{requested.name}.", suffix=".tmp")
+    except OSError as error:
+        raise BertgraphError(
+            f"cannot write {requested}: folder {folder} cannot hold new files ({_reason(error)})"
+        ) from error
+    os.close(handle)
+    os.unlink(probe)
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` in one step: a temporary file beside it, then ``os.replace``.
+
+    ``path`` is checked again first (:func:`check_writable`). A failure leaves whatever
+    was at ``path`` untouched and no temporary file behind. Returns ``path`` as given
+    (expanded), not the link target written through.
+
+    Raises:
+        BertgraphError: the path breaks a rule or the write failed (a full disk).
+    """
+    requested = expand_user(path)
+    target = check_writable(requested)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    temporary = ""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o777)
-        else:
-            os.chmod(temporary, 0o666 & ~_umask())
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
+        os.chmod(temporary, mode)
         os.replace(temporary, target)
+    except OSError as error:
+        _remove(temporary)
+        raise BertgraphError(
+            f"cannot write {requested}: {_reason(error)}; nothing was written (the old file, if any, is unchanged)"
+        ) from error
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        _remove(temporary)
         raise
-    return target
+    return requested
+
+
+def _remove(temporary: str) -> None:
+    if temporary:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def _reason(error: OSError) -> str:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left on the device; free some space and run again"
+    return error.strerror.lower() if error.strerror else str(error)
 
 
 def _umask() -> int:

@@ -79,3 +79,18 @@ def shuffled(graph: nx.DiGraph, seed: int) -> nx.DiGraph:
     random.Random(seed + 1).shuffle(edges)
     result.add_edges_from(edges)
     return result
+
+
+def one_line_error(argv: list[str], capsys: Any, status: int = 1) -> str:
+    """Run the command line in-process; it must fail with ``status`` and one clean line on stderr.
+
+    Returns that line. "internal error" (a bertgraph bug) or a traceback fails the test.
+    """
+    from bertgraph.cli import main
+
+    assert main(argv) == status, argv
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("bertgraph: error: "), captured.err
+    assert "internal error" not in captured.err and "Traceback" not in captured.err
+    return str(captured.err.strip())

@@ -129,7 +129,7 @@ def test_unknown_model_names_closest_presets() -> None:
         ('{"hidden_size": 100, "num_attention_heads": 12}', "hidden_size 100 is not a multiple of"),
         ('{"model_type": "roberta"}', "model_type is 'roberta'"),
         ('{"num_labels": -1}', "field 'num_labels' must be a positive integer"),
-        ('{"hidden_dropout_prob": "x"}', "field 'hidden_dropout_prob' must be a non-negative number"),
+        ('{"hidden_dropout_prob": "x"}', "field 'hidden_dropout_prob' must be a number from 0 to 1"),
     ],
 )
 def test_malformed_config_names_file_and_field(tmp_path: Path, content: str, message: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertgraph.errors import CheckpointError, ConfigError
+from bertgraph.errors import CheckpointError, ConfigError, first_line
 from bertgraph.model.checkpoint import check_checkpoint, safetensors_shapes
 from bertgraph.model.spec import ModelSpec
 
@@ -40,7 +40,6 @@ def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> tor
             f"{spec.config_path or spec.name}: hidden_act {act!r} is not an activation "
             f"transformers knows (e.g. {', '.join(sorted(ACT2FN)[:5])})"
         )
-    config = transformers.BertConfig(**_config_kwargs(spec.config))
     model_class = getattr(transformers, spec.model_class)
     checkpoint = spec.weights_file()
     if spec.weights is None and spec.pickle_weights is not None and not spec.allow_pickle and weights:
@@ -48,8 +47,16 @@ def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> tor
             f"{spec.pickle_weights} is a pickled checkpoint, which can run code when loaded; "
             "convert it to model.safetensors or pass --allow-pickle if you trust it"
         )
-    with torch.device("meta"):
-        meta_model = model_class(config)
+    # The config is the only input here: whatever transformers refuses in it is the user's to fix.
+    try:
+        config = transformers.BertConfig(**_config_kwargs(spec.config))
+        with torch.device("meta"):
+            meta_model = model_class(config)
+    except Exception as error:
+        raise ConfigError(
+            f"{spec.config_path or spec.name}: transformers cannot build {spec.model_class} from this config: "
+            f"{first_line(error)}"
+        ) from error
     if spec.weights is not None:
         expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
         check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, model_class.base_model_prefix)
