@@ -81,13 +81,15 @@ def auto_theme_style(scope_class: str) -> str:
 def iframe(page: str, title: str, height: str = "36rem") -> str:
     """A self-contained page shown in an iframe (``srcdoc``), its scripts kept apart from the host page.
 
+    The element is one line (newlines as ``&#10;``), so Markdown passes it through whole.
+
     >>> iframe("<p>\\"x\\" & y</p>", "t")[:60]
     '<iframe class="bertgraph-page" title="t" sandbox="allow-scri'
     """
     return (
         f'<iframe class="bertgraph-page" title="{html.escape(title, quote=True)}" sandbox="allow-scripts" '
         f'loading="lazy" style="width:100%;height:{height};border:1px solid #8c959f66;border-radius:6px" '
-        f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
+        f'srcdoc="{html.escape(page, quote=True).replace(chr(10), "&#10;")}"></iframe>'
     )
 
 
