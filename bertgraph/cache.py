@@ -15,8 +15,8 @@ import json
 import os
 import sys
 import tempfile
-from importlib import metadata
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 

@@ -59,7 +59,8 @@ class Fence:
 def find_fences(markdown: str) -> list[Fence]:
     """The ``bertgraph`` fences of a page (0-based first and last line), skipping those inside other fences.
 
-    >>> [(f.first, f.last, f.body) for f in find_fences("a\\n```bertgraph\\nmodel: x\\n```\\n````md\\n```bertgraph\\n```\\n````")]
+    >>> page = "a\\n```bertgraph\\nmodel: x\\n```\\n````md\\n```bertgraph\\n```\\n````"
+    >>> [(f.first, f.last, f.body) for f in find_fences(page)]
     [(1, 3, 'model: x')]
     """
     lines = markdown.split("\n")
@@ -98,7 +99,9 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
 
             root = Path(config.config_file_path or ".").resolve().parent
             self._renderer = DiagramRenderer(
-                root / self.config.cache_dir, on_render=lambda what: log.info("bertgraph: drew %s", what)
+                root / self.config.cache_dir,
+                on_render=lambda what: log.info("bertgraph: drew %s", what),
+                on_trace=lambda what: log.info("bertgraph: traced %s", what),
             )
         return self._renderer
 
@@ -125,7 +128,9 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
         try:
             options = yaml.safe_load(body) if body.strip() else {}
         except yaml.YAMLError as error:
-            raise BertgraphError(f"the fence is not YAML ({first_line(error)}); write one 'option: value' a line") from None
+            raise BertgraphError(
+                f"the fence is not YAML ({first_line(error)}); write one 'option: value' a line"
+            ) from None
         if not isinstance(options, dict):
             raise BertgraphError("the fence holds 'option: value' lines, starting with 'model: bert-base-uncased'")
         request = parse(options, {"theme": self.config.theme, "format": self.config.format})

@@ -13,6 +13,7 @@ Two caches keep a docs build cheap:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -34,20 +35,25 @@ _CODE: list[str] = []
 _DRAWING_CODE = ("render", "render/assets", "docs")
 
 
-def graph_of(spec: ModelSpec) -> nx.DiGraph:
-    """The graph of ``spec``: from this process's memo, the graph cache, or one trace."""
+def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> nx.DiGraph:
+    """The graph of ``spec``: from this process's memo, the graph cache, or one trace (reported to ``on_trace``)."""
     use_cache = cache.enabled()
     key = cache.key(spec) if use_cache else repr(spec)
     with _GRAPHS_LOCK:
         if key in _GRAPHS:
             return _GRAPHS[key]
-        from bertgraph.api import load
+        graph = cache.load(spec) if use_cache else None
+        if graph is None:
+            with cache.building(spec) if use_cache else contextlib.nullcontext():
+                graph = cache.load(spec) if use_cache else None
+                if graph is None:
+                    from bertgraph.tracing import trace
 
-        if use_cache:
-            with cache.building(spec):
-                graph = load(spec).graph
-        else:
-            graph = load(spec, use_cache=False).graph
+                    graph = trace(spec)
+                    if use_cache:
+                        cache.store(spec, graph)
+                    if on_trace:
+                        on_trace(f"{spec.name} ({spec.head})")
         _GRAPHS[key] = graph
         return graph
 
@@ -70,11 +76,18 @@ class DiagramRenderer:
     Parameters:
         folder: where finished drawings are kept (``None``: kept nowhere).
         on_render: called with a description of each drawing made (a cache miss).
+        on_trace: called with the model of each trace made (a graph cache miss).
     """
 
-    def __init__(self, folder: Path | None, on_render: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path | None,
+        on_render: Callable[[str], None] | None = None,
+        on_trace: Callable[[str], None] | None = None,
+    ) -> None:
         self.folder = folder
         self.on_render = on_render
+        self.on_trace = on_trace
 
     def key(self, request: DiagramRequest, output: str) -> str:
         """The drawings-folder key of ``request`` drawn as ``output``."""
@@ -115,8 +128,8 @@ class DiagramRenderer:
         return data
 
     def _graphs(self, request: DiagramRequest) -> tuple[nx.DiGraph, nx.DiGraph | None]:
-        graph = graph_of(request.spec())
-        return graph, graph_of(request.spec(request.compare)) if request.compare else None
+        graph = graph_of(request.spec(), self.on_trace)
+        return graph, graph_of(request.spec(request.compare), self.on_trace) if request.compare else None
 
     # --- what builders ask for --------------------------------------------------------
     def html(self, request: DiagramRequest) -> str:

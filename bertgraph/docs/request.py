@@ -18,7 +18,19 @@ FORMATS = ("svg", "mermaid", "html", "table", "summary")
 THEMES = ("auto", "light", "dark")
 MAX_DEPTH = 4
 SIZE_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num-labels")
-OPTIONS = ("model", "head", "depth", "format", "compare", "theme", "caption", "unfold", *SIZE_OPTIONS, "seq-len", "batch")
+OPTIONS = (
+    "model",
+    "head",
+    "depth",
+    "format",
+    "compare",
+    "theme",
+    "caption",
+    "unfold",
+    *SIZE_OPTIONS,
+    "seq-len",
+    "batch",
+)
 
 
 class OptionError(BertgraphError):
@@ -110,10 +122,10 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
 
     >>> parse({"model": "bert-tiny", "depth": "3", "format": "table"}).describe()
     'bert-tiny · base · depth 3 · table'
-    >>> parse({"model": "bert-tiny", "depht": 3})
+    >>> parse({"model": "bert-tiny", "depht": 3})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bertgraph.docs.request.OptionError: unknown option 'depht'; known: model, head, depth, format, compare, theme, caption, unfold, layers, hidden, heads, intermediate, vocab, num-labels, seq-len, batch
+    bertgraph.docs.request.OptionError: unknown option 'depht'; known: model, head, depth, ...
     """
     values = {**(defaults or {}), **{str(key).replace("_", "-"): value for key, value in options.items()}}
     unknown = [key for key in values if key not in OPTIONS]

@@ -45,7 +45,7 @@ ENV_VERSION = 1
 TABLE_FORMATS = ("table", "summary")
 
 
-class bertgraph_diagram(nodes.General, nodes.Element):  # noqa: N801 (docutils names nodes in lower case)
+class bertgraph_diagram(nodes.General, nodes.Element):
     """A diagram to draw: ``request`` holds the checked options as plain data."""
 
 
@@ -134,7 +134,11 @@ def renderer(app: Sphinx) -> DiagramRenderer:
 
     folder = Path(app.doctreedir) / "bertgraph"
     if str(folder) not in _RENDERERS:
-        _RENDERERS[str(folder)] = DiagramRenderer(folder, on_render=lambda what: logger.info("bertgraph: drew %s", what))
+        _RENDERERS[str(folder)] = DiagramRenderer(
+            folder,
+            on_render=lambda what: logger.info("bertgraph: drew %s", what),
+            on_trace=lambda what: logger.info("bertgraph: traced %s", what),
+        )
     return _RENDERERS[str(folder)]
 
 
@@ -180,6 +184,10 @@ def placeholder_visit(self: Any, node: bertgraph_diagram) -> None:
     raise nodes.SkipNode
 
 
+def _note(message: str) -> None:
+    logger.info("bertgraph: %s", message)
+
+
 def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """Swap in nodes the builder draws itself: tables as literal blocks, Mermaid for sphinxcontrib-mermaid."""
     mermaid_ready = app.builder.format == "html" and "sphinxcontrib.mermaid" in app.extensions
@@ -193,7 +201,7 @@ def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None
             elif request.format == "mermaid" and mermaid_ready:
                 from sphinxcontrib.mermaid import mermaid
 
-                code = renderer(app).mermaid(request, warn=lambda note, at=node: logger.info("bertgraph: %s", note))
+                code = renderer(app).mermaid(request, warn=_note)
                 replacement = mermaid()
                 replacement["code"] = code
                 replacement["options"] = {}

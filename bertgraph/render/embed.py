@@ -38,8 +38,8 @@ def clean_svg(svg: str) -> str:
 def inline_svg(svg: str, prefix: str, label: str = "") -> str:
     """An SVG ready to sit inside an HTML page: ids made unique, width following the column.
 
-    >>> inline_svg('<svg width="10pt" height="5pt"><g id="node1"></g></svg>', "d1-", "a <b>")
-    '<svg role="img" aria-label="a &lt;b&gt;" style="max-width:100%;height:auto" width="10pt" height="5pt"><g id="d1-node1"></g></svg>'
+    >>> print(inline_svg('<svg width="10pt"><g id="node1"></g></svg>', "d1-", "a <b>"))
+    <svg role="img" aria-label="a &lt;b&gt;" style="max-width:100%;height:auto" width="10pt"><g id="d1-node1"></g></svg>
     """
     body = _ID.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", clean_svg(svg))
     body = _REFERENCE.sub(lambda m: f"{m.group(1)}{prefix}", body)

@@ -66,7 +66,13 @@ def script_json(data: Any) -> str:
     '{"name":"\\\\u003c/script\\\\u003e\\\\u003c!--"}'
     """
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for char, code in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(char, code)
     return text
 
@@ -130,9 +136,7 @@ def node_details(graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str,
     return {key: value for key, value in details.items() if value not in ("", [], {}, None)}
 
 
-def _depth_records(
-    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None
-) -> tuple[str, dict[str, Any]]:
+def _depth_records(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> tuple[str, dict[str, Any]]:
     """The DOT source of one depth and the details of its nodes, keyed by DOT id."""
     diagram = _diagram(graph, depth, fold, compare)
     ids: dict[str, str] = {}

@@ -181,7 +181,9 @@ def recolouring(source: str = "light", target: str = "dark") -> dict[tuple[str, 
         pairs += [(paint, old[key], new[key]) for paint in paints]
     for kind in KIND_NAMES:
         for field, paints in _KIND_PAINTS.items():
-            pairs += [(paint, getattr(old["kinds"][kind], field), getattr(new["kinds"][kind], field)) for paint in paints]
+            pairs += [
+                (paint, getattr(old["kinds"][kind], field), getattr(new["kinds"][kind], field)) for paint in paints
+            ]
     mapping: dict[tuple[str, str], str] = {}
     for paint, before, after in pairs:
         if mapping.setdefault((paint, before), after) != after:
