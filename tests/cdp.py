@@ -8,6 +8,7 @@ entries and network requests, so a test can assert there were none it did not ex
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -37,8 +38,6 @@ class Browser:
         self._changed = threading.Condition()
         self._next_id = 0
         self._profile = tempfile.TemporaryDirectory(prefix="bertgraph-cdp-")
-        to_browser_read, self._to_browser = os.pipe()
-        self._from_browser, from_browser_write = os.pipe()
         flags = [
             "--headless",
             "--no-sandbox",
@@ -59,14 +58,22 @@ class Browser:
             "--remote-debugging-pipe",
             "about:blank",
         ]
-        # The shell moves the pipe ends to descriptors 3 and 4, where Chromium looks for them.
-        script = f'exec "$0" "$@" 3<&{to_browser_read} 4>&{from_browser_write} {to_browser_read}<&- {from_browser_write}>&-'
+        to_browser_read, self._to_browser = os.pipe()
+        self._from_browser, from_browser_write = os.pipe()
+        # Above 4, so that moving them onto 3 and 4 in the child cannot overwrite one of them.
+        to_browser_read, from_browser_write = (_high(fd) for fd in (to_browser_read, from_browser_write))
+
+        def onto_3_and_4() -> None:
+            os.dup2(to_browser_read, 3)  # dup2's copies are inherited by Chromium; the originals are not
+            os.dup2(from_browser_write, 4)
+
         self._process = subprocess.Popen(
-            ["sh", "-c", script, chromium, *flags],
+            [chromium, *flags],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=(to_browser_read, from_browser_write),
+            close_fds=False,  # Python's own descriptors are not inheritable (PEP 446); 3 and 4 must stay
+            preexec_fn=onto_3_and_4,
             start_new_session=True,
         )
         os.close(to_browser_read)
@@ -130,9 +137,7 @@ class Browser:
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (awaited when it is a promise)."""
-        result = self.send(
-            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
-        )
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in result:
             raise BrowserError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -140,7 +145,10 @@ class Browser:
     def wait_for(self, expression: str, timeout: float = 30) -> Any:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            value = self.evaluate(expression)
+            try:
+                value = self.evaluate(expression)
+            except BrowserError:  # the page is still being replaced by the next one
+                value = None
             if value:
                 return value
             time.sleep(0.05)
@@ -153,10 +161,14 @@ class Browser:
     def drag(self, start: tuple[float, float], end: tuple[float, float], steps: int = 5) -> None:
         x0, y0 = start
         x1, y1 = end
-        self.send("Input.dispatchMouseEvent", {"type": "mousePressed", "x": x0, "y": y0, "button": "left", "buttons": 1})
+        self.send(
+            "Input.dispatchMouseEvent", {"type": "mousePressed", "x": x0, "y": y0, "button": "left", "buttons": 1}
+        )
         for step in range(1, steps + 1):
             x, y = x0 + (x1 - x0) * step / steps, y0 + (y1 - y0) * step / steps
-            self.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y, "button": "left", "buttons": 1})
+            self.send(
+                "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y, "button": "left", "buttons": 1}
+            )
         self.send("Input.dispatchMouseEvent", {"type": "mouseReleased", "x": x1, "y": y1, "button": "left"})
 
     def wheel(self, x: float, y: float, delta_y: float) -> None:
@@ -190,10 +202,8 @@ class Browser:
         return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(BrowserError):
             self.send("Browser.close", session=False)
-        except BrowserError:
-            pass
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -209,6 +219,14 @@ class Browser:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _high(fd: int) -> int:
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
 
 
 def file_url(path: Path, fragment: str = "") -> str:
