@@ -13,7 +13,7 @@ import base64
 import gzip
 import html
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -203,8 +203,3 @@ def _page(title: str, theme: str, data: dict[str, Any]) -> Iterable[str]:
 
 def write_html(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:
     return write_atomic(path, generate_html(graph, **options))
-
-
-def repr_html(generate: Callable[[], str], title: str) -> str:
-    """A page for a notebook cell: in an iframe, so its script and styles stay its own."""
-    return embed.iframe(generate(), title)
