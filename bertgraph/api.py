@@ -1,7 +1,7 @@
 """The Python API: ``bertgraph.trace(...)`` returns an :class:`Architecture`.
 
 An Architecture wraps the operator graph and offers every view of it; it never traces
-again. In Jupyter it displays as its SVG diagram.
+again. In Jupyter it displays as the interactive page (its SVG diagram where HTML is not shown).
 """
 
 from __future__ import annotations
@@ -109,6 +109,19 @@ class Architecture:
         return write_diagram(
             self.graph, Path(path), depth=depth, compare=compare.graph if compare is not None else None, **options
         )
+
+    def to_html(self, depth: int = DEFAULT_DEPTH, **options: Any) -> str:
+        """The self-contained interactive page (every depth, pan, zoom, search, details)."""
+        from bertgraph.render.html import generate_html
+
+        compare = options.pop("compare", None)
+        return generate_html(self.graph, depth, compare=compare.graph if compare is not None else None, **options)
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the interactive page, in an iframe so its script and styles stay its own."""
+        from bertgraph.render.embed import iframe
+
+        return iframe(self.to_html(), f"{self.name} · {self.model_class}")
 
     def _repr_svg_(self) -> str:
         return self.to_svg()

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,29 @@ def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
         os.replace(temporary, directory / f"{key(spec)}.json")
     except OSError:
         return
+
+
+@contextlib.contextmanager
+def building(spec: ModelSpec) -> Iterator[None]:
+    """Hold the build lock of ``spec``'s graph: processes building docs side by side trace it once.
+
+    The second process waits, then finds the graph in the cache. Where the cache folder
+    cannot be written, or the platform has no ``fcntl``, there is no lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = os.open(directory / f"{key(spec)}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)

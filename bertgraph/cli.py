@@ -30,7 +30,7 @@ HEAD_NAMES = (
     "next-sentence",
     "pretraining",
 )
-DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid")
+DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
 TABLE_FORMATS = ("text", "markdown", "json")
 
 
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", choices=TABLE_FORMATS, default="text")
     _output(diff, False, "write to a file instead of standard output")
 
-    render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT or Mermaid")
+    render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT, Mermaid or an interactive HTML page")
     _common(render)
     render.add_argument("--compare", metavar="HEAD2", help="draw a second head beside the first")
     render.add_argument(
@@ -137,8 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     render.add_argument("--format", choices=DIAGRAM_FORMATS, help="default: from the output suffix")
     render.add_argument("--unfold", action="store_true", help="draw every repeated layer")
-    render.add_argument("--theme", choices=("light", "dark"), default="light")
-    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md)")
+    render.add_argument(
+        "--theme",
+        choices=("light", "dark", "auto"),
+        help="light (default), dark, or auto: an .html page following the reader's setting (its default)",
+    )
+    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
 
     report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, head diff")
     _common(report)
@@ -295,6 +299,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     from bertgraph.render import diagram_format, write_diagram
 
     fmt = diagram_format(args.output, args.format)
+    if args.theme == "auto" and fmt != "html":
+        raise UsageError(f"--theme auto needs an .html page; a {fmt} file has one theme: use light or dark")
     check_writable(args.output)
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None
@@ -303,7 +309,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         args.output,
         depth=args.depth,
         fold=not args.unfold,
-        theme=args.theme,
+        theme=args.theme or ("auto" if fmt == "html" else "light"),
         compare=compare.graph if compare else None,
         fmt=fmt,
         warn=_warn,

@@ -54,6 +54,7 @@ def build_gallery(
             written.append(
                 write_diagram(base.graph, folder / f"bert-compare{suffix}", depth=2, compare=arch.graph, warn=warn)
             )
+    written.append(write_diagram(arch.graph, folder / "bert.html", depth=2, theme="auto", warn=warn))
     written.append(write_atomic(folder / "bert-mermaid.md", _mermaid_page(arch, warn)))
     written.append(write_atomic(folder / "summary.txt", "\n".join(text.generate_summary(arch.summary())) + "\n"))
     written.append(write_atomic(folder / "params.txt", "\n".join(text.generate_params(base.params())) + "\n"))

@@ -67,6 +67,7 @@ def test_notebook_representations(traced: Callable[..., Architecture], tmp_path:
     for label in labels:
         assert label in shown.texts, label
     markdown = arch._repr_markdown_()
+    assert arch._repr_html_().startswith('<iframe class="bertgraph-page"') and "srcdoc=" in arch._repr_html_()
     assert markdown == f"```mermaid\n{arch.to_mermaid()}```\n"
     assert len(drawn.mermaid_nodes(markdown)) == view.number_of_nodes()
     assert len(drawn.mermaid_edges(markdown)) == view.number_of_edges()

@@ -27,6 +27,8 @@ SUFFIX_FORMATS = {
     ".md": "mermaid",
     ".graphml": "graphml",
     ".json": "json",
+    ".html": "html",
+    ".htm": "html",
 }
 PNG_DPI = 144
 
@@ -41,7 +43,7 @@ def diagram_format(path: Path, requested: str | None) -> str:
     if requested is None:
         if implied is None:
             raise BertgraphError(
-                f"cannot tell the format of {path.name}; use a suffix such as .svg .png .pdf .dot .mmd .md "
+                f"cannot tell the format of {path.name}; use a suffix such as .svg .png .pdf .dot .mmd .md .html "
                 "or pass --format"
             )
         return implied
@@ -72,7 +74,15 @@ def write_diagram(
     from bertgraph.files import write_atomic
 
     fmt = diagram_format(path, fmt)
+    if theme == "auto" and fmt != "html":
+        raise BertgraphError(
+            f"--theme auto needs an interactive .html page; a {fmt} file has one theme: use light or dark"
+        )
     options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare}
+    if fmt == "html":
+        from bertgraph.render import html
+
+        return write_atomic(path, html.generate_html(graph, depth=depth, **options))
     if fmt == "mermaid":
         from bertgraph.render import mermaid
 

@@ -96,8 +96,21 @@ def _legend(diagram: Diagram, colours: dict[str, Any], ident: str) -> str:
     return f'{dot_string(ident)} [shape=plain, style="", label=<{table}>, tooltip="legend"]'
 
 
-def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = None) -> Iterable[str]:
-    """DOT source lines for ``diagram``."""
+def generate_lines(
+    diagram: Diagram,
+    theme: str = "light",
+    dpi: int | None = None,
+    ids: dict[str, str] | None = None,
+    edge_xlabels: bool = False,
+) -> Iterable[str]:
+    """DOT source lines for ``diagram``.
+
+    ``ids``, when given, is filled with the DOT id of every node and cluster (Graphviz
+    writes them into the SVG's ``<title>`` elements, which is how a viewer finds them).
+    ``edge_xlabels`` places edge labels after layout instead of giving them ranks of their
+    own: a large drawing lays out several times faster, at the cost of labels that may
+    sit less neatly.
+    """
     colours = style.theme(theme)
     title = (
         f'<<font point-size="18"><b>{dot_html(diagram.title)}</b></font><br/>'
@@ -133,7 +146,7 @@ def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = Non
     nodes_in = diagram.nodes_by_cluster()
     children = diagram.clusters_by_parent()
 
-    ids: dict[str, str] = {}
+    ids = {} if ids is None else ids
 
     def ident(name: str) -> str:
         return dot_id(name, ids)
@@ -150,9 +163,10 @@ def generate_lines(diagram: Diagram, theme: str = "light", dpi: int | None = Non
 
     yield from emit(None, "  ")
     for edge in diagram.edges:
-        attrs: dict[str, str | float] = {"label": f" {edge.label} "} if edge.label else {}
+        label_key = "xlabel" if edge_xlabels else "label"
+        attrs: dict[str, str | float] = {label_key: f" {edge.label} "} if edge.label else {}
         if edge.style == "residual":
-            attrs.update(style="dashed", label=f" residual {edge.label} ")
+            attrs.update({"style": "dashed", label_key: f" residual {edge.label} "})
         elif edge.style == "mask":
             attrs["style"] = "dotted"
         suffix = f" {_attrs(**attrs)}" if attrs else ""

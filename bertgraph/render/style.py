@@ -146,3 +146,46 @@ def node_kind(data: dict[str, Any], backbone: str) -> str:
 def _is_layer_output(parts: list[str]) -> bool:
     """``…layer.3.output…`` is the feed-forward output (``attention.output`` is not)."""
     return any(parts[i] == "output" and parts[i - 1] != "attention" for i in range(1, len(parts)))
+
+
+# Which SVG paint each palette entry becomes in Graphviz's output: fills of shapes, strokes
+# of outlines and edges, fills of text.
+_PAINTS: dict[str, tuple[str, ...]] = {
+    "background": ("fill",),
+    "text": ("text",),
+    "muted": ("text",),
+    "edge": ("stroke", "fill"),  # edge lines, and arrowheads filled with the same colour
+    "cluster_fill": ("fill",),
+    "cluster_border": ("stroke",),
+    "backbone_fill": ("fill",),
+    "head_fill": ("fill",),
+    "head_border": ("stroke",),
+    "added": ("stroke", "text"),
+}
+_KIND_PAINTS = {"fill": ("fill",), "border": ("stroke",), "text": ("text",)}
+
+
+def recolouring(source: str = "light", target: str = "dark") -> dict[tuple[str, str], str]:
+    """How to turn a diagram drawn in ``source`` colours into ``target`` colours.
+
+    Keys are ``(paint, colour)`` with paint ``fill``, ``stroke`` or ``text``; a viewer
+    restyles an SVG with these instead of laying it out twice. Raises ValueError when one
+    colour would need two different replacements (then CSS could not tell them apart).
+
+    >>> recolouring()[("fill", "white")]
+    '#0d1117'
+    """
+    old, new = theme(source), theme(target)
+    pairs: list[tuple[str, str, str]] = []
+    for key, paints in _PAINTS.items():
+        pairs += [(paint, old[key], new[key]) for paint in paints]
+    for kind in KIND_NAMES:
+        for field, paints in _KIND_PAINTS.items():
+            pairs += [
+                (paint, getattr(old["kinds"][kind], field), getattr(new["kinds"][kind], field)) for paint in paints
+            ]
+    mapping: dict[tuple[str, str], str] = {}
+    for paint, before, after in pairs:
+        if mapping.setdefault((paint, before), after) != after:
+            raise ValueError(f"{source} {paint} {before} maps to both {mapping[(paint, before)]} and {after}")
+    return mapping

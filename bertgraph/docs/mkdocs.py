@@ -1,0 +1,171 @@
+"""The MkDocs plugin: ```` ```bertgraph ```` fences drawn at build time.
+
+In ``mkdocs.yml``::
+
+    plugins:
+      - bertgraph:            # all settings optional
+          theme: auto         # default theme of every diagram (auto, light, dark)
+          format: svg         # default format (svg, mermaid, html, table, summary)
+          cache_dir: .cache/bertgraph
+
+and in a page::
+
+    ```bertgraph
+    model: bert-base-uncased
+    head: sequence-classification
+    depth: 2
+    ```
+
+The fence's body is YAML with the Sphinx directive's options. Each fence becomes inline
+SVG (``svg``), a ```` ```mermaid ```` fence for sites that render Mermaid (MkDocs
+Material), the interactive page in an iframe (``html``) or a text block (``table``,
+``summary``). The plugin works in one event, ``on_page_markdown``; a fence it cannot draw
+is a warning naming the page and the fence's line (``mkdocs build --strict`` then fails),
+and the page is built without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.plugins import BasePlugin
+
+from bertgraph.docs.request import FORMATS, THEMES, DiagramRequest, parse
+from bertgraph.errors import BertgraphError, first_line
+
+log = logging.getLogger("mkdocs.plugins.bertgraph")
+_OPENING = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+
+
+class BertgraphConfig(base.Config):
+    theme = c.Choice(THEMES, default="auto")
+    format = c.Choice(FORMATS, default="svg")
+    cache_dir = c.Type(str, default=".cache/bertgraph")
+
+
+class Fence:
+    """One ```` ```bertgraph ```` fence: where it is and what it says."""
+
+    def __init__(self, first: int, last: int, body: str) -> None:
+        self.first, self.last, self.body = first, last, body
+
+
+def find_fences(markdown: str) -> list[Fence]:
+    """The ``bertgraph`` fences of a page (0-based first and last line), skipping those inside other fences.
+
+    >>> page = "a\\n```bertgraph\\nmodel: x\\n```\\n````md\\n```bertgraph\\n```\\n````"
+    >>> [(f.first, f.last, f.body) for f in find_fences(page)]
+    [(1, 3, 'model: x')]
+    """
+    lines = markdown.split("\n")
+    fences: list[Fence] = []
+    index = 0
+    while index < len(lines):
+        opening = _OPENING.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        fence = opening.group("fence")
+        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        end = next((i for i in range(index + 1, len(lines)) if closing.match(lines[i])), len(lines))
+        if opening.group("info").strip() == "bertgraph":
+            fences.append(Fence(index, end, "\n".join(lines[index + 1 : end])))
+        index = end + 1
+    return fences
+
+
+def _code_fence(text: str, language: str) -> str:
+    """``text`` in a backtick fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{text.rstrip(chr(10))}\n{ticks}"
+
+
+class BertgraphPlugin(BasePlugin[BertgraphConfig]):
+    """Draws ```` ```bertgraph ```` fences (entry point ``bertgraph`` in ``mkdocs.plugins``)."""
+
+    def __init__(self) -> None:
+        self._renderer: Any = None
+
+    def _drawer(self, config: Any) -> Any:
+        if self._renderer is None:
+            from bertgraph.docs.renderer import DiagramRenderer
+
+            root = Path(config.config_file_path or ".").resolve().parent
+            self._renderer = DiagramRenderer(
+                root / self.config.cache_dir,
+                on_render=lambda what: log.info("bertgraph: drew %s", what),
+                on_trace=lambda what: log.info("bertgraph: traced %s", what),
+            )
+        return self._renderer
+
+    def on_page_markdown(self, markdown: str, /, *, page: Any, config: Any, files: Any) -> str:
+        fences = find_fences(markdown)
+        if not fences:
+            return markdown
+        where = _page_path(page, config)
+        offset = _front_matter_lines(page, markdown)
+        lines = markdown.split("\n")
+        for fence in reversed(fences):
+            line = fence.first + 1 + offset
+            try:
+                replacement = self._draw(fence.body, config)
+            except BertgraphError as error:
+                log.warning("%s:%d: bertgraph: %s", where, line, first_line(error))
+                replacement = ""
+            lines[fence.first : fence.last + 1] = ["", *replacement.split("\n"), ""]
+        return "\n".join(lines)
+
+    def _draw(self, body: str, config: Any) -> str:
+        import yaml
+
+        try:
+            options = yaml.safe_load(body) if body.strip() else {}
+        except yaml.YAMLError as error:
+            raise BertgraphError(
+                f"the fence is not YAML ({first_line(error)}); write one 'option: value' a line"
+            ) from None
+        if not isinstance(options, dict):
+            raise BertgraphError("the fence holds 'option: value' lines, starting with 'model: bert-base-uncased'")
+        request = parse(options, {"theme": self.config.theme, "format": self.config.format})
+        return self._markdown(request, config)
+
+    def _markdown(self, request: DiagramRequest, config: Any) -> str:
+        drawer = self._drawer(config)
+        if request.format == "mermaid":
+            return _code_fence(drawer.mermaid(request, warn=lambda note: log.info("bertgraph: %s", note)), "mermaid")
+        if request.format in ("table", "summary"):
+            return _code_fence(drawer.text(request), "text")
+        # Markdown passes an HTML block through untouched until its first blank line.
+        return "\n".join(line for line in drawer.html(request).split("\n") if line.strip())
+
+
+def _page_path(page: Any, config: Any) -> str:
+    """The page's source file as the author would name it (relative to mkdocs.yml's folder)."""
+    source = getattr(page.file, "abs_src_path", None)
+    root = Path(config.config_file_path or ".").resolve().parent
+    if source:
+        try:
+            return os.path.relpath(source, root)
+        except ValueError:
+            return str(source)
+    return str(page.file.src_uri)
+
+
+def _front_matter_lines(page: Any, markdown: str) -> int:
+    """How many lines of YAML front matter MkDocs took off the top of the page."""
+    source = getattr(page.file, "abs_src_path", None)
+    try:
+        text = Path(source).read_text(encoding="utf-8-sig") if source else ""
+    except OSError:
+        return 0
+    text = text.replace("\r\n", "\n")
+    if not text.endswith(markdown):
+        return 0
+    return text[: len(text) - len(markdown)].count("\n")

@@ -1,0 +1,215 @@
+"""Draw what a docs page asked for, as little as possible.
+
+Two caches keep a docs build cheap:
+
+- graphs: a model is traced once per build process (an in-process memo in front of the
+  on-disk graph cache); processes building side by side (``sphinx-build -j 2``) take the
+  cache's build lock, so the second one reads what the first traced;
+- drawings: every finished drawing is kept in a folder the builder owns, under a key of
+  everything that shapes it (the request, the graph cache key of its model, bertgraph's
+  rendering code). A rebuild draws only what changed; a hit needs neither torch nor the
+  graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+
+from bertgraph import cache
+from bertgraph.docs.request import DiagramRequest
+from bertgraph.files import write_atomic
+from bertgraph.model import ModelSpec
+from bertgraph.version import __version__
+
+_GRAPHS: dict[str, nx.DiGraph] = {}
+_GRAPHS_LOCK = threading.Lock()
+_CODE: list[str] = []
+# The folders whose code shapes a drawing (the graph code is in the graph cache key).
+_DRAWING_CODE = ("render", "render/assets", "docs")
+
+
+def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> nx.DiGraph:
+    """The graph of ``spec``: from this process's memo, the graph cache, or one trace (reported to ``on_trace``)."""
+    use_cache = cache.enabled()
+    key = cache.key(spec) if use_cache else repr(spec)
+    with _GRAPHS_LOCK:
+        if key in _GRAPHS:
+            return _GRAPHS[key]
+        graph = cache.load(spec) if use_cache else None
+        if graph is None:
+            with cache.building(spec) if use_cache else contextlib.nullcontext():
+                graph = cache.load(spec) if use_cache else None
+                if graph is None:
+                    from bertgraph.tracing import trace
+
+                    graph = trace(spec)
+                    if use_cache:
+                        cache.store(spec, graph)
+                    if on_trace:
+                        on_trace(f"{spec.name} ({spec.head})")
+        _GRAPHS[key] = graph
+        return graph
+
+
+def _code_digest() -> str:
+    if not _CODE:
+        digest = hashlib.sha256(__version__.encode())
+        root = Path(__file__).resolve().parent.parent
+        for folder in _DRAWING_CODE:
+            for file in sorted((root / folder).glob("*.*")):
+                digest.update(file.name.encode())
+                digest.update(file.read_bytes())
+        _CODE.append(digest.hexdigest()[:16])
+    return _CODE[0]
+
+
+class DiagramRenderer:
+    """Draws requests into one drawings folder; ``on_render`` hears of every drawing actually made.
+
+    Parameters:
+        folder: where finished drawings are kept (``None``: kept nowhere).
+        on_render: called with a description of each drawing made (a cache miss).
+        on_trace: called with the model of each trace made (a graph cache miss).
+    """
+
+    def __init__(
+        self,
+        folder: Path | None,
+        on_render: Callable[[str], None] | None = None,
+        on_trace: Callable[[str], None] | None = None,
+    ) -> None:
+        self.folder = folder
+        self.on_render = on_render
+        self.on_trace = on_trace
+
+    def key(self, request: DiagramRequest, output: str) -> str:
+        """The drawings-folder key of ``request`` drawn as ``output``."""
+        material = {
+            "request": request.as_dict(),
+            "output": output,
+            "graphs": [cache.key(spec) for spec in request.specs()],
+            "code": _code_digest(),
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+
+    def _kept(self, key: str, suffix: str) -> bytes | None:
+        if self.folder is None:
+            return None
+        try:
+            return (self.folder / f"{key}{suffix}").read_bytes()
+        except OSError:
+            return None
+
+    def _keep(self, key: str, suffix: str, data: bytes) -> None:
+        if self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.folder / f"{key}{suffix}", data)
+        except OSError:
+            return  # a read-only drawings folder only costs time
+
+    def _drawn(self, request: DiagramRequest, output: str, suffix: str, draw: Callable[[], bytes]) -> bytes:
+        key = self.key(request, output)
+        kept = self._kept(key, suffix)
+        if kept is not None:
+            return kept
+        data = draw()
+        self._keep(key, suffix, data)
+        if self.on_render:
+            self.on_render(f"{request.describe()} as {output}")
+        return data
+
+    def _graphs(self, request: DiagramRequest) -> tuple[nx.DiGraph, nx.DiGraph | None]:
+        graph = graph_of(request.spec(), self.on_trace)
+        return graph, graph_of(request.spec(request.compare), self.on_trace) if request.compare else None
+
+    # --- what builders ask for --------------------------------------------------------
+    def html(self, request: DiagramRequest) -> str:
+        """The drawing as a piece of an HTML page: inline SVG (svg, mermaid) or an iframe (html)."""
+        output = "page" if request.format == "html" else "inline-svg"
+        key = self.key(request, output)
+
+        def draw() -> bytes:
+            from bertgraph.render import embed
+
+            graph, compare = self._graphs(request)
+            if request.format == "html":
+                from bertgraph.render.html import generate_html
+
+                page = generate_html(graph, request.depth, not request.unfold, request.theme, compare)
+                return embed.iframe(page, _title(graph, request)).encode("utf-8")
+            return _inline_svg(graph, compare, request, key).encode("utf-8")
+
+        return self._drawn(request, output, ".html", draw).decode("utf-8")
+
+    def png(self, request: DiagramRequest) -> tuple[str, bytes]:
+        """A PNG for print builders (LaTeX): its stable file name and bytes."""
+
+        def draw() -> bytes:
+            from bertgraph.render import PNG_DPI, dot, graphviz_run
+
+            graph, compare = self._graphs(request)
+            theme = "dark" if request.theme == "dark" else "light"
+            source = dot.generate_dot(graph, request.depth, not request.unfold, theme, compare, dpi=PNG_DPI)
+            return graphviz_run.render(source, "png")
+
+        return f"bertgraph-{self.key(request, 'png')}.png", self._drawn(request, "png", ".png", draw)
+
+    def text(self, request: DiagramRequest) -> str:
+        """The table (``table``: every parameter and the groups; ``summary``: the module tree) as text."""
+
+        def draw() -> bytes:
+            from bertgraph.graph import stats
+            from bertgraph.render import text
+
+            graph, _ = self._graphs(request)
+            if request.format == "table":
+                lines = text.generate_params(stats.parameter_stats(graph))
+            else:
+                lines = text.generate_summary(stats.summary(graph, depth=request.depth, fold=not request.unfold))
+            return ("\n".join(lines) + "\n").encode("utf-8")
+
+        return self._drawn(request, "text", ".txt", draw).decode("utf-8")
+
+    def mermaid(self, request: DiagramRequest, warn: Callable[[str], None] | None = None) -> str:
+        """Mermaid text for sites that render Mermaid in the browser."""
+
+        def draw() -> bytes:
+            from bertgraph.render import mermaid
+
+            graph, compare = self._graphs(request)
+            theme = "dark" if request.theme == "dark" else "light"
+            result = mermaid.generate_mermaid(graph, request.depth, not request.unfold, theme, compare)
+            for note in result.notes:
+                if warn:
+                    warn(note)
+            return result.text.encode("utf-8")
+
+        return self._drawn(request, "mermaid", ".mmd", draw).decode("utf-8")
+
+
+def _title(graph: nx.DiGraph, request: DiagramRequest) -> str:
+    from bertgraph.graph import schema as g
+
+    return f"{graph.graph.get(g.G_NAME, request.model)} · {graph.graph.get(g.G_MODEL_CLASS, '')}"
+
+
+def _inline_svg(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramRequest, key: str) -> str:
+    from bertgraph.render import dot, embed, graphviz_run
+
+    theme = "dark" if request.theme == "dark" else "light"
+    source = dot.generate_dot(graph, request.depth, not request.unfold, theme, compare)
+    svg = graphviz_run.render(source, "svg").decode("utf-8")
+    label = f"{_title(graph, request)}, depth {request.depth}"
+    body = embed.inline_svg(svg, f"bg{key[:8]}-", label)
+    if request.theme == "auto":
+        return f'<div class="bertgraph bertgraph-auto">{embed.auto_theme_style("bertgraph-auto")}{body}</div>'
+    return f'<div class="bertgraph bertgraph-{request.theme}">{body}</div>'

@@ -1,0 +1,152 @@
+"""What a docs author asked for: the options of a ``bertgraph`` directive or fence, checked.
+
+Checking reads only the model's config (:func:`bertgraph.model.resolve`), so a misspelt
+preset or option is reported at the line that has it, before anything is traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bertgraph.errors import BertgraphError
+from bertgraph.model import ModelSpec, resolve
+from bertgraph.model.spec import HEADS
+
+FORMATS = ("svg", "mermaid", "html", "table", "summary")
+THEMES = ("auto", "light", "dark")
+MAX_DEPTH = 4
+SIZE_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num-labels")
+OPTIONS = (
+    "model",
+    "head",
+    "depth",
+    "format",
+    "compare",
+    "theme",
+    "caption",
+    "unfold",
+    *SIZE_OPTIONS,
+    "seq-len",
+    "batch",
+)
+
+
+class OptionError(BertgraphError):
+    """An option of a directive or fence that bertgraph cannot use."""
+
+
+@dataclass(frozen=True)
+class DiagramRequest:
+    """One diagram, table or page as a docs author described it (plain, hashable data)."""
+
+    model: str
+    head: str = "base"
+    depth: int = 2
+    format: str = "svg"
+    compare: str | None = None
+    theme: str = "auto"
+    unfold: bool = False
+    sizes: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    seq_len: int | None = None
+    batch: int = 1
+
+    def spec(self, head: str | None = None) -> ModelSpec:
+        """The resolved model (no torch); ``head`` for the compared variant."""
+        overrides = {name.replace("-", "_"): value for name, value in self.sizes}
+        return resolve(self.model, head or self.head, overrides=overrides, batch=self.batch, seq_len=self.seq_len)
+
+    def specs(self) -> list[ModelSpec]:
+        """The model, and the compared variant when there is one."""
+        return [self.spec()] + ([self.spec(self.compare)] if self.compare else [])
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sizes"] = [list(pair) for pair in self.sizes]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DiagramRequest:
+        values = dict(data)
+        values["sizes"] = tuple((str(name), int(value)) for name, value in values.get("sizes", []))
+        return cls(**values)
+
+    def describe(self) -> str:
+        """``bert-tiny · sequence-classification · depth 2 · svg`` (for logs)."""
+        parts = [self.model, self.head + (f" vs {self.compare}" if self.compare else ""), f"depth {self.depth}"]
+        parts += [self.format] + (["unfolded"] if self.unfold else [])
+        parts += [f"{name} {value}" for name, value in self.sizes]
+        return " · ".join(parts)
+
+
+def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise OptionError(f"{name} must be a whole number, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise OptionError(f"{name} must be a whole number, got {value!r}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        limit = f"{minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
+        raise OptionError(f"{name} must be {limit}, got {number}")
+    return number
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise OptionError(f"{name} must be one of {', '.join(choices)}; got {text!r}")
+    return text
+
+
+def _flag(name: str, value: Any) -> bool:
+    if value is None or value is True or value is False:
+        return value is not False
+    text = str(value).strip().lower()
+    if text in ("", "true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0"):
+        return False
+    raise OptionError(f"{name} is true or false, got {value!r}")
+
+
+def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> DiagramRequest:
+    """A checked request from option names and values (strings, numbers or flags).
+
+    ``defaults`` are site-wide settings (``theme``, ``format``) that options override.
+
+    Raises:
+        OptionError: an unknown option or a value out of range (one line, naming it).
+        BertgraphError: a model reference or head bertgraph cannot resolve.
+
+    >>> parse({"model": "bert-tiny", "depth": "3", "format": "table"}).describe()
+    'bert-tiny · base · depth 3 · table'
+    >>> parse({"model": "bert-tiny", "depht": 3})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bertgraph.docs.request.OptionError: unknown option 'depht'; known: model, head, depth, ...
+    """
+    values = {**(defaults or {}), **{str(key).replace("_", "-"): value for key, value in options.items()}}
+    unknown = [key for key in values if key not in OPTIONS]
+    if unknown:
+        raise OptionError(f"unknown option {unknown[0]!r}; known: {', '.join(OPTIONS)}")
+    model = str(values.get("model") or "").strip()
+    if not model:
+        raise OptionError("give the model: a preset such as bert-base-uncased, a folder with config.json, or a hub id")
+    head = _choice("head", values.get("head", "base"), tuple(HEADS))
+    compare = values.get("compare")
+    request = DiagramRequest(
+        model=model,
+        head=head,
+        depth=_whole("depth", values.get("depth", 2), 0, MAX_DEPTH),
+        format=_choice("format", values.get("format", "svg"), FORMATS),
+        compare=_choice("compare", compare, tuple(HEADS)) if compare not in (None, "") else None,
+        theme=_choice("theme", values.get("theme", "auto"), THEMES),
+        unfold=_flag("unfold", values["unfold"]) if "unfold" in values else False,
+        sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),
+        seq_len=_whole("seq-len", values["seq-len"], 1) if values.get("seq-len") is not None else None,
+        batch=_whole("batch", values.get("batch", 1), 1),
+    )
+    request.specs()
+    return request

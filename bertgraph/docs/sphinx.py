@@ -1,0 +1,232 @@
+"""The Sphinx extension: a ``bertgraph`` directive drawn at build time.
+
+Add ``"bertgraph.sphinx"`` to ``extensions`` in ``conf.py``, then::
+
+    .. bertgraph:: bert-base-uncased
+       :head: sequence-classification
+       :depth: 2
+       :format: svg        (svg, mermaid, html, table, summary)
+       :compare: base
+       :theme: auto        (auto, light, dark)
+       :caption: BERT with its classification head
+
+The directive only checks its options (reading the model's config, never torch) and
+puts a node in the doctree; each builder draws it its own way: HTML inlines the SVG (or
+the interactive page in an iframe), LaTeX includes a PNG, text builders get a
+placeholder; tables become literal blocks every builder knows. Problems are warnings with
+the document and line (type ``bertgraph``, so ``suppress_warnings = ["bertgraph"]``
+silences them); the build goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from bertgraph.docs.request import FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
+from bertgraph.errors import BertgraphError, first_line
+from bertgraph.version import __version__
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.writers.html5 import HTML5Translator
+    from sphinx.writers.latex import LaTeXTranslator
+
+    from bertgraph.docs.renderer import DiagramRenderer
+
+logger = logging.getLogger(__name__)
+# Bumped when the node's content changes, so Sphinx rereads every document once.
+ENV_VERSION = 1
+TABLE_FORMATS = ("table", "summary")
+
+
+class bertgraph_diagram(nodes.General, nodes.Element):
+    """A diagram to draw: ``request`` holds the checked options as plain data."""
+
+
+def _choice(values: tuple[str, ...]) -> Any:
+    return lambda argument: directives.choice(argument, values)
+
+
+class BertgraphDirective(SphinxDirective):
+    """``.. bertgraph:: MODEL`` with the options of :data:`bertgraph.docs.request.OPTIONS`."""
+
+    required_arguments = 1
+    optional_arguments = 0
+    final_argument_whitespace = False
+    has_content = False
+    option_spec: ClassVar[dict[str, Any]] = {
+        "head": directives.unchanged_required,
+        "depth": directives.nonnegative_int,
+        "format": _choice(FORMATS),
+        "compare": directives.unchanged_required,
+        "theme": _choice(THEMES),
+        "caption": directives.unchanged,
+        "unfold": directives.flag,
+        **dict.fromkeys(SIZE_OPTIONS, directives.positive_int),
+        "seq-len": directives.positive_int,
+        "batch": directives.positive_int,
+        "alt": directives.unchanged,
+        "align": _choice(("left", "center", "right")),
+        "name": directives.unchanged,
+        "class": directives.class_option,
+    }
+
+    def _model(self) -> str:
+        """A path relative to this document when it names a local folder or file, else the reference as written."""
+        reference = self.arguments[0]
+        _, absolute = self.env.relfn2path(reference)
+        path = Path(absolute)
+        if path.exists():
+            for name in ("config.json", "model.safetensors", "model.safetensors.index.json"):
+                found = path / name if path.is_dir() else path
+                if found.is_file():
+                    self.env.note_dependency(str(found))
+            return str(path)
+        return reference
+
+    def run(self) -> list[nodes.Node]:
+        options = {key: value for key, value in self.options.items() if key in _REQUEST_OPTIONS}
+        if "unfold" in self.options:
+            options["unfold"] = True
+        defaults = {"theme": self.config.bertgraph_theme}
+        try:
+            request = parse({"model": self._model(), **options}, defaults)
+        except BertgraphError as error:
+            logger.warning("bertgraph: %s", first_line(error), location=self.get_location(), type="bertgraph")
+            return []
+        node = bertgraph_diagram()
+        node["request"] = request.as_dict()
+        node["alt"] = self.options.get("alt", f"{self.arguments[0]} · {request.head} · depth {request.depth}")
+        node["classes"] += self.options.get("class", [])
+        self.set_source_info(node)
+        if "caption" not in self.options:
+            self.add_name(node)
+            return [node]
+        figure = nodes.figure("", node)
+        if "align" in self.options:
+            figure["align"] = self.options["align"]
+        inline, messages = self.parse_inline(self.options["caption"])
+        caption = nodes.caption(self.options["caption"], "", *inline)
+        caption.extend(messages)
+        self.set_source_info(caption)
+        figure += caption
+        self.add_name(figure)
+        return [figure]
+
+
+_REQUEST_OPTIONS = frozenset(("head", "depth", "format", "compare", "theme", *SIZE_OPTIONS, "seq-len", "batch"))
+
+# --- drawing, per builder --------------------------------------------------------------
+
+
+_RENDERERS: dict[str, DiagramRenderer] = {}
+
+
+def renderer(app: Sphinx) -> DiagramRenderer:
+    """The renderer of this build: drawings kept beside Sphinx's own doctree cache."""
+    from bertgraph.docs.renderer import DiagramRenderer
+
+    folder = Path(app.doctreedir) / "bertgraph"
+    if str(folder) not in _RENDERERS:
+        _RENDERERS[str(folder)] = DiagramRenderer(
+            folder,
+            on_render=lambda what: logger.info("bertgraph: drew %s", what),
+            on_trace=lambda what: logger.info("bertgraph: traced %s", what),
+        )
+    return _RENDERERS[str(folder)]
+
+
+def _request(node: nodes.Element) -> DiagramRequest:
+    return DiagramRequest.from_dict(node["request"])
+
+
+def _warn(error: Exception, node: nodes.Node) -> None:
+    logger.warning("bertgraph: %s", first_line(error), location=node, type="bertgraph")
+
+
+def html_visit(self: HTML5Translator, node: bertgraph_diagram) -> None:
+    try:
+        fragment = renderer(self.builder.app).html(_request(node))
+    except BertgraphError as error:
+        _warn(error, node)
+        raise nodes.SkipNode from None
+    classes = " ".join(["bertgraph-figure", *node.get("classes", [])])
+    self.body.append(f'<div class="{self.attval(classes)}">{fragment}</div>\n')
+    raise nodes.SkipNode
+
+
+def latex_visit(self: LaTeXTranslator, node: bertgraph_diagram) -> None:
+    from bertgraph.files import write_atomic
+
+    try:
+        name, image = renderer(self.builder.app).png(_request(node))
+        write_atomic(Path(self.builder.outdir) / name, image)
+    except (BertgraphError, OSError) as error:
+        _warn(error, node)
+        raise nodes.SkipNode from None
+    self.body.append(f"\n\\sphinxincludegraphics[]{{{name}}}\n")
+    raise nodes.SkipNode
+
+
+def text_visit(self: Any, node: bertgraph_diagram) -> None:
+    self.add_text(f"[diagram: {node.get('alt', 'bertgraph')}]")
+    raise nodes.SkipNode
+
+
+def placeholder_visit(self: Any, node: bertgraph_diagram) -> None:
+    self.body.append(f"[diagram: {node.get('alt', 'bertgraph')}]")
+    raise nodes.SkipNode
+
+
+def _note(message: str) -> None:
+    logger.info("bertgraph: %s", message)
+
+
+def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Swap in nodes the builder draws itself: tables as literal blocks, Mermaid for sphinxcontrib-mermaid."""
+    mermaid_ready = app.builder.format == "html" and "sphinxcontrib.mermaid" in app.extensions
+    for node in list(doctree.findall(bertgraph_diagram)):
+        request = _request(node)
+        try:
+            if request.format in TABLE_FORMATS:
+                text = renderer(app).text(request)
+                block = nodes.literal_block(text, text, language="text", classes=["bertgraph-table"])
+                node.replace_self(block)
+            elif request.format == "mermaid" and mermaid_ready:
+                from sphinxcontrib.mermaid import mermaid
+
+                code = renderer(app).mermaid(request, warn=_note)
+                replacement = mermaid()
+                replacement["code"] = code
+                replacement["options"] = {}
+                node.replace_self(replacement)
+            elif request.format == "mermaid" and app.builder.format == "html":
+                logger.warning(
+                    "bertgraph: format mermaid needs 'sphinxcontrib.mermaid' in extensions; drawing SVG instead",
+                    location=node,
+                    type="bertgraph",
+                )
+        except BertgraphError as error:
+            _warn(error, node)
+            node.parent.remove(node)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_node(
+        bertgraph_diagram,
+        html=(html_visit, None),
+        latex=(latex_visit, None),
+        text=(text_visit, None),
+        man=(placeholder_visit, None),
+        texinfo=(placeholder_visit, None),
+    )
+    app.add_directive("bertgraph", BertgraphDirective)
+    app.add_config_value("bertgraph_theme", "auto", "env", types=frozenset({str}))
+    app.connect("doctree-resolved", resolve_diagrams)
+    return {"version": __version__, "env_version": ENV_VERSION, "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,205 @@
+"""One self-contained interactive HTML page of a model: every depth, pan and zoom, search, details.
+
+Each depth is laid out by Graphviz here, at render time; the page carries the SVGs
+(gzip, base64) and a JSON record of every node, and a small viewer written for this page
+(``assets/viewer.js``, no third-party code) shows them. The page makes no network request
+(its Content-Security-Policy forbids any), works from ``file://`` and inside an iframe,
+and is byte-for-byte the same for the same input.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from bertgraph.files import write_atomic
+from bertgraph.graph import schema as g
+from bertgraph.graph.views import display_name, view
+from bertgraph.render import dot, embed, figures, graphviz_run
+from bertgraph.render.diagram import Diagram, build_comparison, build_diagram, lookup_path
+
+DEPTHS = (0, 1, 2, 3, 4)
+DEPTH_NAMES = ("model", "parts", "layers", "inside a layer", "operators")
+THEMES = ("auto", "light", "dark")
+# Above this many nodes a drawing places edge labels after layout instead of giving them
+# ranks of their own: bert-large unfolded lays out four to eight times faster (depth 3:
+# 78 s → 10 s), with labels that may sit less neatly.
+LARGE_DRAWING = 150
+# Attributes the panel shows under their own headings; any other number on a node (a cost
+# figure a later pass adds) is listed as it is.
+_KNOWN = frozenset(
+    {
+        g.KIND,
+        g.OP,
+        g.TARGET,
+        g.MODULE,
+        g.MODULE_TYPE,
+        g.SHAPE,
+        g.DTYPE,
+        g.PARAMS,
+        g.PARAM_NAMES,
+        g.SHARED_PARAMS,
+        g.REPEAT,
+        g.ORDER,
+        g.OWN_OPS,
+        g.OPS,
+    }
+)
+
+
+def _asset(name: str) -> str:
+    return resources.files("bertgraph.render").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>``, ``&`` or line separators.
+
+    >>> script_json({"name": "</script><!--"})
+    '{"name":"\\\\u003c/script\\\\u003e\\\\u003c!--"}'
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for char, code in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, code)
+    return text
+
+
+def packed(data: Any) -> str:
+    """JSON, gzipped (no timestamp, so the bytes are stable) and base64-encoded."""
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _diagram(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> Diagram:
+    return build_comparison(graph, compare, depth, fold) if compare is not None else build_diagram(graph, depth, fold)
+
+
+def _numbers(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, dict) and bool(value) and all(_numbers(v) for v in value.values())
+
+
+def _tensors(graph: nx.DiGraph, data: dict[str, Any], repeat: int) -> list[list[Any]]:
+    """``[name, shape, count]`` of the parameters a node owns; one instance when it stands for a fold."""
+    rows = {row["name"]: row for row in g.parameter_rows(graph)}
+    names = list(data.get(g.PARAM_NAMES, []))
+    if repeat > 1:
+        first = lookup_path(data.get(g.MODULE, ""))
+        own = [name for name in names if name.startswith(first + ".")]
+        names = own or names
+    return [[name, rows[name]["shape"], rows[name]["numel"]] for name in names if name in rows]
+
+
+def node_details(graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str, kind: str) -> dict[str, Any]:
+    """What the side panel says about one drawn node (plain data)."""
+    data = shown.nodes[node_id]
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+    module = data.get(g.MODULE, "")
+    repeat = int(data.get(g.REPEAT, 1))
+    info = g.module_info(graph, lookup_path(module))
+    inputs = sorted({figures.shape(e.get(g.SHAPE, [])) for _, _, e in shown.in_edges(node_id, data=True)})
+    details: dict[str, Any] = {
+        "title": title,
+        "kind": kind,
+        "role": data.get(g.KIND, ""),
+        "module": module,
+        "path": display_name(module, backbone),
+        "type": data.get(g.MODULE_TYPE) or info.get("type", ""),
+        "sizes": info.get("sizes", ""),
+        "op": data.get(g.TARGET) or data.get(g.OP, ""),
+        "ops": [op for op in data.get(g.OPS, []) if op],
+        "shape": figures.shape(data.get(g.SHAPE, [])),
+        "dtype": data.get(g.DTYPE, ""),
+        "inputs": inputs,
+        "params": int(data.get(g.PARAMS, 0)),
+        "repeat": repeat,
+        "tensors": _tensors(graph, data, repeat),
+        "shared": list(data.get(g.SHARED_PARAMS, [])),
+        "cost": {key: value for key, value in sorted(data.items()) if key not in _KNOWN and _numbers(value)},
+    }
+    return {key: value for key, value in details.items() if value not in ("", [], {}, None)}
+
+
+def _depth_records(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> tuple[str, dict[str, Any]]:
+    """The DOT source of one depth and the details of its nodes, keyed by DOT id."""
+    diagram = _diagram(graph, depth, fold, compare)
+    ids: dict[str, str] = {}
+    large = len(diagram.nodes) > LARGE_DRAWING
+    source = "\n".join(dot.generate_lines(diagram, "light", ids=ids, edge_xlabels=large)) + "\n"
+    sides = {"": graph} if compare is None else {"a:": graph, "b:": compare}
+    shown = {prefix: view(side, depth, fold=fold) for prefix, side in sides.items()}
+    nodes: dict[str, Any] = {}
+    for node in diagram.nodes:
+        prefix = node.id[:2] if compare is not None else ""
+        side_graph, side_view = sides[prefix], shown[prefix]
+        record = node_details(side_graph, side_view, node.id[len(prefix) :], node.title, node.kind)
+        nodes[ids[node.id]] = record
+    return source, {"title": diagram.title, "subtitle": diagram.subtitle, "nodes": nodes}
+
+
+def _layouts(sources: list[str]) -> list[str]:
+    """Lay out every depth; the ``dot`` processes run side by side."""
+    with ThreadPoolExecutor(max_workers=len(sources)) as pool:
+        images = list(pool.map(lambda source: graphviz_run.render(source, "svg"), sources))
+    return [embed.clean_svg(image.decode("utf-8")) for image in images]
+
+
+def generate_html(
+    graph: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    theme: str = "auto",
+    compare: nx.DiGraph | None = None,
+) -> str:
+    """The interactive page of ``graph`` (beside ``compare`` when given), opening at ``depth``."""
+    if theme not in THEMES:
+        raise ValueError(f"unknown theme {theme!r}; choose one of: {', '.join(THEMES)}")
+    records = [_depth_records(graph, level, fold, compare) for level in DEPTHS]
+    svgs = _layouts([source for source, _ in records])
+    levels = []
+    for level, ((_, record), svg) in enumerate(zip(records, svgs, strict=True)):
+        levels.append({"depth": level, "name": DEPTH_NAMES[level], "bundle": packed({**record, "svg": svg})})
+    title = records[min(depth, len(DEPTHS) - 1)][1]["title"]
+    data = {"depth": min(depth, len(DEPTHS) - 1), "levels": levels, "title": title}
+    return "".join(_page(title, theme, data))
+
+
+def _page(title: str, theme: str, data: dict[str, Any]) -> Iterable[str]:
+    yield "<!doctype html>\n"
+    yield f'<html lang="en" data-theme="{theme}">\n<head>\n<meta charset="utf-8">\n'
+    yield '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+    # Nothing may be fetched: the page is complete in itself.
+    yield (
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+    )
+    yield '<meta name="generator" content="bertgraph">\n'
+    yield f"<title>{html.escape(title, quote=False)}</title>\n<style>\n"
+    yield _asset("viewer.css")
+    yield embed.dark_rules((':root[data-theme="dark"] #canvas',)) + "\n"
+    yield "@media (prefers-color-scheme: dark) {\n"
+    yield embed.dark_rules((':root[data-theme="auto"] #canvas',)) + "\n}\n</style>\n</head>\n<body>\n"
+    yield _asset("viewer.html")
+    yield f'<script type="application/json" id="bertgraph-data">{script_json(data)}</script>\n'
+    yield f"<script>\n{_asset('viewer.js')}</script>\n</body>\n</html>\n"
+
+
+def write_html(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:
+    return write_atomic(path, generate_html(graph, **options))

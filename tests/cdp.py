@@ -1,0 +1,233 @@
+"""Drive Debian's headless Chromium over the DevTools protocol, through a pipe (no browser download, no port).
+
+Chromium started with ``--remote-debugging-pipe`` reads protocol messages on file descriptor 3 and writes its answers
+on 4, each a JSON text ending in a NUL byte. :class:`Browser` starts it (with the flags of
+:mod:`tests.mermaid_browser`), opens one page and keeps every event it sends: console messages, exceptions, log
+entries and network requests, so a test can assert there were none it did not expect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.mermaid_browser import _kill_group, chromium_path
+
+
+class BrowserError(RuntimeError):
+    """The browser or the protocol failed (not the page under test)."""
+
+
+class Browser:
+    """One headless Chromium with one page; use as a context manager."""
+
+    def __init__(self, width: int = 1280, height: int = 800, timeout: float = 60) -> None:
+        chromium = chromium_path()
+        if chromium is None:
+            raise BrowserError("Chromium not found (apt-get install -y chromium)")
+        self.timeout = timeout
+        self.events: list[dict[str, Any]] = []
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._changed = threading.Condition()
+        self._next_id = 0
+        self._profile = tempfile.TemporaryDirectory(prefix="bertgraph-cdp-")
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-breakpad",
+            "--disable-dev-shm-usage",
+            "--mute-audio",
+            "--hide-scrollbars",
+            f"--window-size={width},{height}",
+            f"--user-data-dir={self._profile.name}",
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
+        to_browser_read, self._to_browser = os.pipe()
+        self._from_browser, from_browser_write = os.pipe()
+        # Above 4, so that moving them onto 3 and 4 in the child cannot overwrite one of them.
+        to_browser_read, from_browser_write = (_high(fd) for fd in (to_browser_read, from_browser_write))
+
+        def onto_3_and_4() -> None:
+            os.dup2(to_browser_read, 3)  # dup2's copies are inherited by Chromium; the originals are not
+            os.dup2(from_browser_write, 4)
+
+        self._process = subprocess.Popen(
+            [chromium, *flags],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,  # Python's own descriptors are not inheritable (PEP 446); 3 and 4 must stay
+            preexec_fn=onto_3_and_4,
+            start_new_session=True,
+        )
+        os.close(to_browser_read)
+        os.close(from_browser_write)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.session = self._attach()
+
+    # --- protocol ---------------------------------------------------------------------
+    def _read(self) -> None:
+        buffer = b""
+        while True:
+            chunk = os.read(self._from_browser, 1 << 16)
+            if not chunk:
+                with self._changed:
+                    self._changed.notify_all()
+                return
+            buffer += chunk
+            *messages, buffer = buffer.split(b"\0")
+            for raw in messages:
+                message = json.loads(raw)
+                with self._changed:
+                    if "id" in message:
+                        self._replies[message["id"]] = message
+                    else:
+                        self.events.append(message)
+                    self._changed.notify_all()
+
+    def send(self, method: str, params: dict[str, Any] | None = None, session: bool = True) -> dict[str, Any]:
+        """Send one command and wait for its result."""
+        self._next_id += 1
+        ident = self._next_id
+        message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
+        if session and getattr(self, "session", None):
+            message["sessionId"] = self.session
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + self.timeout
+        with self._changed:
+            while ident not in self._replies:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._process.poll() is not None:
+                    raise BrowserError(f"no answer to {method} within {self.timeout:.0f} s")
+                self._changed.wait(left)
+            reply = self._replies.pop(ident)
+        if "error" in reply:
+            raise BrowserError(f"{method}: {reply['error']}")
+        return dict(reply.get("result", {}))
+
+    def _attach(self) -> str:
+        targets = self.send("Target.getTargets", session=False)["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True}, session=False)
+        self.session = str(session["sessionId"])
+        for domain in ("Page", "Runtime", "Network", "Log"):
+            self.send(f"{domain}.enable")
+        return self.session
+
+    # --- page ---------------------------------------------------------------------------
+    def open(self, url: str) -> None:
+        self.send("Page.navigate", {"url": url})
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page (awaited when it is a promise)."""
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
+        if "exceptionDetails" in result:
+            raise BrowserError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 30) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.evaluate(expression)
+            except BrowserError:  # the page is still being replaced by the next one
+                value = None
+            if value:
+                return value
+            time.sleep(0.05)
+        raise BrowserError(f"{expression} stayed false for {timeout:.0f} s")
+
+    def click(self, x: float, y: float) -> None:
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def drag(self, start: tuple[float, float], end: tuple[float, float], steps: int = 5) -> None:
+        x0, y0 = start
+        x1, y1 = end
+        self.send(
+            "Input.dispatchMouseEvent", {"type": "mousePressed", "x": x0, "y": y0, "button": "left", "buttons": 1}
+        )
+        for step in range(1, steps + 1):
+            x, y = x0 + (x1 - x0) * step / steps, y0 + (y1 - y0) * step / steps
+            self.send(
+                "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y, "button": "left", "buttons": 1}
+            )
+        self.send("Input.dispatchMouseEvent", {"type": "mouseReleased", "x": x1, "y": y1, "button": "left"})
+
+    def wheel(self, x: float, y: float, delta_y: float) -> None:
+        self.send("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": delta_y})
+
+    def key(self, key: str, code: int) -> None:
+        params = {"key": key, "code": key, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
+        self.send("Input.dispatchKeyEvent", {"type": "rawKeyDown", **params})
+        if key == "Enter":
+            self.send("Input.dispatchKeyEvent", {"type": "char", "text": "\r", **params})
+        self.send("Input.dispatchKeyEvent", {"type": "keyUp", **params})
+
+    def type_text(self, text: str) -> None:
+        self.send("Input.insertText", {"text": text})
+
+    # --- what happened ------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """Console errors, uncaught exceptions and error log entries (CSP violations among them)."""
+        found = []
+        for event in self.events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert", "warning"):
+                found.append("console: " + " ".join(str(a.get("value", a.get("description"))) for a in params["args"]))
+            elif method == "Runtime.exceptionThrown":
+                found.append("exception: " + json.dumps(params["exceptionDetails"])[:500])
+            elif method == "Log.entryAdded" and params["entry"]["level"] in ("error", "warning"):
+                found.append("log: " + params["entry"]["text"])
+        return found
+
+    def requests(self) -> list[str]:
+        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+
+    def close(self) -> None:
+        with contextlib.suppress(BrowserError):
+            self.send("Browser.close", session=False)
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(self._process.pid)
+            self._process.wait()
+        os.close(self._to_browser)
+        self._reader.join(timeout=5)
+        os.close(self._from_browser)
+        self._profile.cleanup()
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _high(fd: int) -> int:
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
+def file_url(path: Path, fragment: str = "") -> str:
+    return path.resolve().as_uri() + (f"#{fragment}" if fragment else "")
