@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all system python node gallery test bench
+.PHONY: all system python node gallery test bench mutate
 
 all: system python node gallery
 
@@ -40,3 +40,10 @@ test: python
 bench: python
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python benchmarks/run.py
+
+# Mutation testing of the graph, cache, escaping and ONNX verification code (not part of make or
+# make test; configured in pyproject.toml [tool.mutmut]; surviving mutants are explained in docs/mutation.md).
+mutate: python
+	$(BIN)/pip install -q -c constraints.txt mutmut
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/mutmut results
