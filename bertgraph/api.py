@@ -137,9 +137,10 @@ def load(spec: ModelSpec, *, use_cache: bool = True) -> Architecture:
         cached = cache.load(spec)
         if cached is not None:
             return Architecture(cached)
+    from bertgraph.graph.cost import annotate
     from bertgraph.tracing import trace as trace_spec
 
-    graph = trace_spec(spec)
+    graph = annotate(trace_spec(spec))
     if use_cache:
         cache.store(spec, graph)
     return Architecture(graph)
@@ -177,6 +178,7 @@ def read_onnx(path: str | Path) -> Architecture:
     Raises:
         OnnxError: a missing, unreadable or non-ONNX file (one line).
     """
+    from bertgraph.graph.cost import annotate
     from bertgraph.onnx.read import read_onnx_graph
 
-    return Architecture(read_onnx_graph(path))
+    return Architecture(annotate(read_onnx_graph(path)))

@@ -32,6 +32,8 @@ HEAD_NAMES = (
 )
 DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
 TABLE_FORMATS = ("text", "markdown", "json")
+COST_DTYPES = ("float32", "float16", "bfloat16")
+ANNOTATIONS = ("params", "flops", "memory")
 
 
 class UsageError(Exception):
@@ -63,7 +65,7 @@ _positive = _at_least(1)
 _non_negative = _at_least(0)
 
 
-def _common(parser: argparse.ArgumentParser, head: bool = True) -> None:
+def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False) -> None:
     parser.add_argument(
         "model",
         metavar="MODEL",
@@ -81,7 +83,12 @@ def _common(parser: argparse.ArgumentParser, head: bool = True) -> None:
     sizes.add_argument("--intermediate", type=_positive, help="feed-forward size")
     sizes.add_argument("--vocab", type=_positive, help="vocabulary size")
     sizes.add_argument("--num-labels", type=_positive, help="labels of a classification head")
-    sizes.add_argument("--seq-len", type=_positive, help="example sequence length (default 128)")
+    if lengths:
+        sizes.add_argument(
+            "--seq-len", type=_positive, nargs="+", metavar="N", help="sequence lengths to evaluate (default 128)"
+        )
+    else:
+        sizes.add_argument("--seq-len", type=_positive, help="example sequence length (default 128)")
     sizes.add_argument("--batch", type=_positive, default=1, help="example batch size (default 1)")
     parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
@@ -144,6 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
 
+    cost = commands.add_parser("cost", help="FLOPs and memory per module, as formulas in batch and seq")
+    _common(cost, lengths=True)
+    cost.add_argument("--depth", type=_non_negative, help="deepest module level to list (default: all)")
+    cost.add_argument(
+        "--dtype",
+        choices=COST_DTYPES,
+        help="count floating-point tensors and weights at this width; training arithmetic for it "
+        "(default: as traced, float32)",
+    )
+    cost.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
+    _output(cost, False, "write to a file instead of standard output")
+
     report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, head diff")
     _common(report)
     report.add_argument("--depth", type=_non_negative, default=2, help="diagram depth (default 2)")
@@ -186,7 +206,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, int | None]:
     }
 
 
-def _spec(args: argparse.Namespace, head: str) -> ModelSpec:
+def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> ModelSpec:
     from bertgraph.model import resolve
 
     return resolve(
@@ -194,7 +214,7 @@ def _spec(args: argparse.Namespace, head: str) -> ModelSpec:
         head,
         overrides=_overrides(args),
         batch=args.batch,
-        seq_len=args.seq_len,
+        seq_len=args.seq_len if seq_len is None else seq_len,
         allow_pickle=args.allow_pickle,
     )
 
@@ -274,6 +294,26 @@ def cmd_summary(args: argparse.Namespace) -> int:
         check_writable(args.output)
     summary = _architecture(args, args.head).summary(depth=args.depth, fold=not args.unfold)
     _emit(args, _tables(args.format, summary, text.generate_summary, markdown.generate_summary))
+    return 0
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from bertgraph.graph import cost
+    from bertgraph.render import markdown, text
+
+    if args.output is not None:
+        from bertgraph.files import check_writable
+
+        check_writable(args.output)
+    lengths: list[int | None] = list(args.seq_len or [None])
+    if not _is_onnx(args):
+        for length in lengths[1:]:
+            _spec(args, args.head, seq_len=length)  # each length within the model's positions
+    args.seq_len = lengths[0]
+    arch = _architecture(args, args.head)
+    sizes = [cost.sizes_for(arch.graph, seq=length, batch=args.batch) for length in lengths]
+    report = cost.cost_report(arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype)
+    _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
 
 
@@ -385,6 +425,7 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "summary": cmd_summary,
+    "cost": cmd_cost,
     "params": cmd_params,
     "diff": cmd_diff,
     "render": cmd_render,

@@ -24,7 +24,16 @@ Node attributes:
                    included (``linear``: input, weight, bias), dims named like ``shape``
 ``alias``          (ops) the output shares storage with an input (a view, an in-place op,
                    or eval-mode dropout): the op allocates no new tensor
+``matmul_flops``   FLOPs of matrix products (2 per multiply-add), a polynomial in the named
+                   dims as text (``1179648*batch*seq``); :mod:`bertgraph.graph.cost`
+``other_flops``    FLOPs by the per-element rule of :mod:`bertgraph.graph.formulas`
+``activation_bytes`` bytes of the new tensors the node's ops write (0 for a view)
+``param_bytes``    bytes of the parameters counted in ``params``, each at its own dtype
+``cost_unsupported`` op names with no cost formula (their FLOPs are not in the sums)
 =================  =====================================================================
+
+Views sum the four cost attributes over the ops a node stands for; a folded node counts
+every repeat.
 
 Edges carry ``shape`` and ``dtype`` of the tensor that flows, and ``alias`` when the
 target's output is that tensor's storage.
@@ -33,6 +42,7 @@ target's output is that tensor's storage.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
@@ -52,6 +62,13 @@ REPEAT = "repeat"
 ORDER = "order"
 INPUTS = "inputs"  # shapes of an op's tensor arguments, in argument order
 ALIAS = "alias"  # node: output shares an input's storage; edge: that input
+# Cost (graph/cost.py): polynomials as canonical text (graph/poly.py), bytes of parameters as an int.
+MATMUL_FLOPS = "matmul_flops"
+OTHER_FLOPS = "other_flops"
+ACTIVATION_BYTES = "activation_bytes"
+PARAM_BYTES = "param_bytes"
+COST_UNSUPPORTED = "cost_unsupported"
+POLY_ATTRS = (MATMUL_FLOPS, OTHER_FLOPS, ACTIVATION_BYTES)
 # View-only node attributes.
 OWN_OPS = "own_ops"  # the node stands for ops its module runs itself, not in a child
 OPS = "ops"  # op names a view node stands for, in execution order, without repeats
@@ -79,7 +96,20 @@ G_VERSIONS = "versions"  # {"bertgraph": ..., "torch": ..., "transformers": ...}
 
 # Attributes stored as JSON text in GraphML, which has no lists or mappings.
 JSON_ATTRS = frozenset(
-    {SHAPE, INPUTS, PARAM_NAMES, SHARED_PARAMS, OPS, G_CONFIG, G_EXAMPLE, G_MODULES, G_PARAMETERS, G_TIED, G_VERSIONS}
+    {
+        SHAPE,
+        INPUTS,
+        COST_UNSUPPORTED,
+        PARAM_NAMES,
+        SHARED_PARAMS,
+        OPS,
+        G_CONFIG,
+        G_EXAMPLE,
+        G_MODULES,
+        G_PARAMETERS,
+        G_TIED,
+        G_VERSIONS,
+    }
 )
 
 
@@ -108,6 +138,30 @@ def parameter_rows(graph: nx.DiGraph) -> list[dict[str, Any]]:
 def module_info(graph: nx.DiGraph, path: str) -> dict[str, Any]:
     """``{"type": ..., "sizes": ...}`` for a module path, empty when unknown."""
     return dict(graph.graph.get(G_MODULES, {}).get(path, {}))
+
+
+def sum_costs(members: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The cost attributes of a node standing for ``members`` (node attribute dicts): sums.
+
+    Attributes no member has stay absent, so views of a graph without costs stay as they were.
+    """
+    from bertgraph.graph.poly import Poly
+
+    members = list(members)
+    result: dict[str, Any] = {}
+    for key in POLY_ATTRS:
+        values = [data[key] for data in members if key in data]
+        if values:
+            total = Poly()
+            for value in values:
+                total = total + Poly.parse(value)
+            result[key] = str(total)
+    if any(PARAM_BYTES in data for data in members):
+        result[PARAM_BYTES] = sum(int(data.get(PARAM_BYTES, 0)) for data in members)
+    unsupported = sorted({name for data in members for name in data.get(COST_UNSUPPORTED, [])})
+    if unsupported:
+        result[COST_UNSUPPORTED] = unsupported
+    return result
 
 
 def ops_in_order(graph: nx.DiGraph) -> list[str]:

@@ -190,11 +190,17 @@ def anatomy(graph: nx.DiGraph) -> nx.DiGraph:
 
 
 def bridge_layout_ops(graph: nx.DiGraph) -> nx.DiGraph:
-    """A copy without layout ops; each one's inputs are wired to its consumers."""
+    """A copy without layout ops; each one's inputs are wired to its consumers.
+
+    A layout op that costs something (a copy writes a tensor) hands its cost on to the
+    first op that reads it, or else to the op it reads, so the view's costs still add up.
+    """
     result = graph.copy()
     for node in g.ops_in_order(graph):
         data = result.nodes[node]
         if data.get(g.KIND) != g.OPERATOR or data.get(g.OP) not in LAYOUT_OPS or data.get(g.PARAMS):
+            continue
+        if not _hand_on_cost(result, node):
             continue
         sources = list(result.predecessors(node))
         for target in list(result.successors(node)):
@@ -204,6 +210,21 @@ def bridge_layout_ops(graph: nx.DiGraph) -> nx.DiGraph:
                     result.add_edge(source, target, **edge)
         result.remove_node(node)
     return result
+
+
+def _hand_on_cost(graph: nx.DiGraph, node: str) -> bool:
+    """Add ``node``'s cost to a neighbouring op; False when it costs something and has none."""
+    data = graph.nodes[node]
+    cost = g.sum_costs([data])
+    if not any(value not in ("0", 0) for key, value in cost.items() if key != g.PARAM_BYTES):
+        return True
+    by_order = sorted(graph.successors(node), key=lambda n: (graph.nodes[n].get(g.ORDER, 0), n))
+    by_order += sorted(graph.predecessors(node), key=lambda n: (-graph.nodes[n].get(g.ORDER, 0), n))
+    for neighbour in by_order:
+        if graph.nodes[neighbour].get(g.KIND) == g.OPERATOR:
+            graph.nodes[neighbour].update(g.sum_costs([graph.nodes[neighbour], data]))
+            return True
+    return False
 
 
 # --- merging nodes into groups ---------------------------------------------------------------
@@ -312,6 +333,7 @@ def _group_attributes(graph: nx.DiGraph, group: str, nodes: list[str], own_ops: 
         g.ORDER: min(graph.nodes[n].get(g.ORDER, 0) for n in nodes),
         g.OPS: list(dict.fromkeys(graph.nodes[n].get(g.OP, "") for n in nodes)),
     }
+    attrs.update(g.sum_costs(graph.nodes[n] for n in nodes))
     if own_ops or not is_module:
         attrs[g.OWN_OPS] = True
     repeat = max(int(graph.nodes[n].get(g.REPEAT, 1)) for n in nodes)
@@ -442,9 +464,11 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
     new_id: dict[str, str] = {}
     params: dict[str, int] = defaultdict(int)
     names: dict[str, list[str]] = defaultdict(list)
+    stands_for: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for node in counterpart:
         params[counterpart[node]] += int(graph.nodes[node].get(g.PARAMS, 0))
         names[counterpart[node]].extend(graph.nodes[node].get(g.PARAM_NAMES, []))
+        stands_for[counterpart[node]].append(graph.nodes[node])
     for node in g.ops_in_order(graph):
         if node in counterpart and counterpart[node] != node:
             continue
@@ -457,6 +481,7 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
             data[g.REPEAT] = int(data.get(g.REPEAT, 1)) * rename[node]
             data[g.PARAMS] = params[node]
             data[g.PARAM_NAMES] = names[node]
+            data.update(g.sum_costs(stands_for[node]))
             new_id[node] = (
                 new + node[len(old) :]
                 if node.startswith(old) and node[len(old) : len(old) + 1] in ("", ".", ":")

@@ -169,6 +169,7 @@ class _Builder:
             g.PARAMS: sum(_numel(self.params[n]) for n in own),
             g.PARAM_NAMES: own,
             g.ORDER: order,
+            g.INPUTS: [self.tensor(name).shape for name in node.input if name],
         }
         shared = [n for n in reads if n not in own]
         if shared:
@@ -480,6 +481,7 @@ def parameter_rows(
                 "shape": [int(d) for d in tensor.dims],
                 "numel": _numel(tensor),
                 "trainable": True,
+                "dtype": dtype_name(tensor.data_type),
                 "module": owner,
             }
         )

@@ -51,3 +51,31 @@ def shape(dims: Sequence[int | str]) -> str:
 def shapes(many: Sequence[Sequence[int | str]]) -> str:
     """Several output shapes joined, ``—`` when there are none."""
     return ", ".join(shape(s) for s in many) if many else "—"
+
+
+def _three_digits(value: float) -> str:
+    return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f}"
+
+
+def flops(n: int) -> str:
+    """FLOPs with a decimal prefix and three significant digits.
+
+    >>> [flops(n) for n in (0, 768, 41977344, 22348431360, 96637943808, 2_600_000_000_000)]
+    ['0 FLOP', '768 FLOP', '42.0 MFLOP', '22.3 GFLOP', '96.6 GFLOP', '2.60 TFLOP']
+    """
+    for size, prefix in ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n >= size:
+            return f"{_three_digits(n / size)} {prefix}FLOP"
+    return f"{n} FLOP"
+
+
+def size(n: int) -> str:
+    """Bytes with a binary prefix.
+
+    >>> [size(n) for n in (0, 3072, 3555328, 437929000, 1751715840)]
+    ['0 B', '3.00 KiB', '3.39 MiB', '418 MiB', '1.63 GiB']
+    """
+    for factor, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):
+        if n >= factor:
+            return f"{_three_digits(n / factor)} {prefix}B"
+    return f"{n} B"

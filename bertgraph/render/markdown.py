@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bertgraph.render import figures
+from bertgraph.render import figures, text
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.render.text import module_label
 
@@ -122,3 +122,42 @@ def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
         f"{md(a['model_class'])}: {figures.count(a['total'])} parameters → {md(b['model_class'])}: "
         f"{figures.count(b['total'])} parameters (**{diff['delta']:+,}**)."
     )
+
+
+def generate_cost(report: dict[str, Any]) -> Iterable[str]:
+    """The cost tables as Markdown: totals with formulas, memory, the module tree."""
+    yield f"## Cost of {md(report['model'])} · {md(report['model_class'])}"
+    yield ""
+    yield from generate_cost_body(report)
+
+
+def generate_cost_body(report: dict[str, Any]) -> Iterable[str]:
+    yield md(text.COST_NOTE[0].upper() + text.COST_NOTE[1:]) + "."
+    yield ""
+    headers, rows = text.cost_totals(report)
+    yield from table(
+        [md(h) for h in headers],
+        (
+            [md(r[0].strip()) if not r[0].startswith(" ") else "&nbsp;&nbsp;" + md(r[0].strip()), *r[1:-1], md(r[-1])]
+            for r in rows
+        ),
+        [False] + [True] * (len(headers) - 2) + [False],
+    )
+    yield ""
+    headers, rows = text.cost_memory(report)
+    yield from table(
+        [md(h) for h in headers], ([md(c) for c in r] for r in rows), [False] + [True] * (len(headers) - 1)
+    )
+    yield ""
+    peaks = ", ".join(report["memory"]["peak_at"])
+    for line in (f"peak right after {peaks}", text.training_sentence(report), text.unsupported_sentence(report)):
+        yield md(line[0].upper() + line[1:]) + "."
+    yield ""
+    headers, rows, right = text.cost_tree(report)
+    body = []
+    for row, cells in zip(report["rows"], rows):
+        indent = "&nbsp;&nbsp;" * row["level"]
+        body.append([indent + md(module_label(row)), *(md(c) for c in cells[1:])])
+    yield from table([md(h) for h in headers], body, right)
+    yield ""
+    yield "Rows inside a folded group count one instance; share is of all FLOPs."

@@ -144,3 +144,109 @@ def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
     outs_b = ", ".join(f"{o['name']} {figures.shape(o['shape'])}" for o in b["outputs"])
     yield f"outputs: {outs_a} → {outs_b}"
     yield f"net change: {diff['delta']:+,} parameters"
+
+
+# --- cost ------------------------------------------------------------------------------------------
+
+COST_NOTE = (
+    "one forward pass · matmul FLOPs count 2 per multiply-add, as torch.utils.flop_counter does · "
+    "other FLOPs follow bertgraph's per-element rule (softmax 3, layer norm 5, elementwise 1)"
+)
+
+
+def cost_totals(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the whole-model figures, exact, one column per size, then the formula."""
+    total = report["total"]
+    labels = [", ".join(f"{k}={v}" for k, v in s.items()) for s in report["sizes"]]
+    named = [
+        ("matmul FLOPs", "matmul_flops"),
+        ("  linear layers", "linear_matmul_flops"),
+        ("  attention", "attention_matmul_flops"),
+        ("other FLOPs", "other_flops"),
+        ("all FLOPs", "flops"),
+        ("activations written (bytes)", "activation_bytes"),
+    ]
+    rows = [[name, *(figures.count(v) for v in total[key]["values"]), total[key]["readable"]] for name, key in named]
+    return ["", *labels, "formula"], rows
+
+
+def cost_memory(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of inference memory, one column per size."""
+    memory = report["memory"]
+    labels = [", ".join(f"{k}={v}" for k, v in s.items()) for s in report["sizes"]]
+
+    def cells(values: list[int]) -> list[str]:
+        return [f"{figures.count(v)} B ({figures.size(v)})" for v in values]
+
+    count = len(report["sizes"])
+    rows = [
+        ["peak activations", *cells(memory["peak_activation_bytes"])],
+        ["inputs", *cells(memory["input_bytes"])],
+        [f"parameters ({memory['dtype']})", *cells([memory["parameter_bytes"]] * count)],
+    ]
+    return ["inference memory", *labels], rows
+
+
+def training_sentence(report: dict[str, Any]) -> str:
+    training = report["training"]
+    parts = " + ".join(f"{row['what']} {figures.size(row['bytes'])}" for row in training["rows"])
+    return (
+        f"training with Adam in {training['dtype']}: {training['bytes_per_parameter']} bytes per trainable "
+        f"parameter = {figures.count(training['total'])} B ({figures.size(training['total'])}): {parts}; "
+        "activations kept for the backward pass not included"
+    )
+
+
+def unsupported_sentence(report: dict[str, Any]) -> str:
+    missing = report["unsupported"]
+    if not missing:
+        return "every op has a cost formula"
+    listed = ", ".join(f"{name} ×{n}" for name, n in missing.items())
+    return f"ops without a cost, not in the sums: {listed}"
+
+
+def cost_tree(report: dict[str, Any]) -> tuple[list[str], list[list[str]], list[bool]]:
+    """Header, rows and right-alignment of the module table (compact figures; the formula is exact)."""
+    rows = report["rows"]
+    single = len(report["sizes"]) == 1
+    headers = ["Module"]
+    for s in report["sizes"]:
+        suffix = "" if single else f" @{s.get('seq', s.get('sequence', ''))}"
+        headers += [f"matmul{suffix}", f"other{suffix}", f"share{suffix}", f"activations{suffix}"]
+    headers.append("FLOPs formula")
+    body = []
+    for index, row in enumerate(rows):
+        cells = [_tree_prefix(rows, index) + module_label(row)]
+        for i in range(len(report["sizes"])):
+            each = " each" if row["in_fold"] else ""
+            cells += [
+                figures.flops(row["matmul_flops"]["values"][i]),
+                figures.flops(row["other_flops"]["values"][i]),
+                figures.percent(row["share"][i], 1) + each,
+                figures.size(row["activation_bytes"]["values"][i]),
+            ]
+        cells.append(row["flops"]["readable"])
+        body.append(cells)
+    right = [False] + [True] * (len(headers) - 2) + [False]
+    return headers, body, right
+
+
+def generate_cost(report: dict[str, Any]) -> Iterable[str]:
+    """Whole-model FLOPs with their formulas, inference and training memory, and the module tree."""
+    yield title(report)
+    yield COST_NOTE
+    yield ""
+    headers, rows = cost_totals(report)
+    yield from table(headers, rows, [False] + [True] * (len(headers) - 2) + [False])
+    yield ""
+    headers, rows = cost_memory(report)
+    yield from table(headers, rows, [False] + [True] * (len(headers) - 1))
+    peaks = ", ".join(report["memory"]["peak_at"])
+    yield f"peak right after: {peaks}"
+    yield training_sentence(report)
+    yield unsupported_sentence(report)
+    yield ""
+    headers, rows, right = cost_tree(report)
+    yield from table(headers, rows, right)
+    yield ""
+    yield "rows inside a folded group count one instance; share is of all FLOPs"

@@ -1,0 +1,340 @@
+"""The cost pass: FLOPs and bytes of every op as exact polynomials in the named dimensions.
+
+:func:`annotate` reads each op's argument and output shapes (``inputs``, ``shape``, whose
+dimensions are numbers or names like ``batch*seq``), looks its formula up in
+:mod:`bertgraph.graph.formulas` and stores ``matmul_flops``, ``other_flops`` and
+``activation_bytes`` as canonical polynomial text, and ``param_bytes``. Views sum them
+(:func:`bertgraph.graph.schema.sum_costs`); the tables here sum them per module and
+evaluate them at the sizes asked for.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import networkx as nx
+
+from bertgraph.errors import BertgraphError
+from bertgraph.graph import schema as g
+from bertgraph.graph.formulas import FORMULAS, Call, numel, op_key
+from bertgraph.graph.poly import Poly, PolyError, total
+
+# Bytes per element of each dtype name the graph records.
+ITEMSIZE: dict[str, int] = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "complex128": 16,
+    "complex64": 8,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint64": 8,
+    "uint32": 4,
+    "uint16": 2,
+    "uint8": 1,
+    "bool": 1,
+}
+SHAPE_UNKNOWN = "shape unknown"
+
+# Whole-model quantities, each a polynomial (see model_totals).
+FLOPS = "flops"
+LINEAR_FLOPS = "linear_matmul_flops"
+ATTENTION_FLOPS = "attention_matmul_flops"
+
+
+class CostError(BertgraphError):
+    """A cost that cannot be evaluated at the sizes asked for."""
+
+
+def shape_poly(shape: Sequence[int | str]) -> tuple[Poly, ...]:
+    """A recorded shape as polynomials; raises :class:`PolyError` for ``?`` or ``seq//2``."""
+    return tuple(Poly.of(size) for size in shape)
+
+
+def itemsize(dtype: str) -> int | None:
+    return ITEMSIZE.get(dtype)
+
+
+# --- the pass -----------------------------------------------------------------------------------
+
+
+def annotate(graph: nx.DiGraph) -> nx.DiGraph:
+    """Add the cost attributes to every op of ``graph`` (in place) and return it."""
+    dtypes = {row["name"]: str(row.get("dtype", "float32")) for row in g.parameter_rows(graph)}
+    numels = {row["name"]: int(row["numel"]) for row in g.parameter_rows(graph)}
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) == g.OPERATOR:
+            data.update(op_cost(data, dtypes, numels))
+    return graph
+
+
+def op_cost(data: Mapping[str, Any], dtypes: Mapping[str, str], numels: Mapping[str, int]) -> dict[str, Any]:
+    """The cost attributes of one op node."""
+    target = str(data.get(g.TARGET) or data.get(g.OP, ""))
+    result: dict[str, Any] = {
+        g.PARAM_BYTES: sum(
+            numels.get(name, 0) * (itemsize(dtypes.get(name, "float32")) or 4) for name in data.get(g.PARAM_NAMES, [])
+        )
+    }
+    dtype = str(data.get(g.DTYPE, ""))
+    try:
+        out = shape_poly(data.get(g.SHAPE, []))
+        inputs = [shape_poly(shape) for shape in data.get(g.INPUTS, [])]
+    except PolyError:
+        result[g.COST_UNSUPPORTED] = [f"{target} ({SHAPE_UNKNOWN})"]
+        return result
+    size = itemsize(dtype)
+    if size is None:
+        result[g.COST_UNSUPPORTED] = [f"{target} (dtype {dtype or 'unknown'})"]
+        return result
+    result[g.ACTIVATION_BYTES] = "0" if data.get(g.ALIAS) else str(numel(out) * size)
+    function = FORMULAS.get(op_key(target))
+    if function is None:
+        result[g.COST_UNSUPPORTED] = [target]
+        return result
+    try:
+        flops = function(Call(inputs, out, dtype))
+    except IndexError:  # fewer recorded arguments than the formula reads
+        result[g.COST_UNSUPPORTED] = [f"{target} ({SHAPE_UNKNOWN})"]
+        return result
+    result[g.MATMUL_FLOPS] = str(flops.matmul)
+    result[g.OTHER_FLOPS] = str(flops.other)
+    return result
+
+
+def has_costs(graph: nx.DiGraph) -> bool:
+    return any(g.PARAM_BYTES in data for _, data in graph.nodes(data=True))
+
+
+# --- reading the polynomials ----------------------------------------------------------------------
+
+
+def node_poly(data: Mapping[str, Any], key: str) -> Poly:
+    """A cost attribute of a node as a polynomial (0 when absent)."""
+    value = data.get(key)
+    return Poly.parse(value) if isinstance(value, str) else Poly()
+
+
+def node_flops(data: Mapping[str, Any]) -> Poly:
+    return node_poly(data, g.MATMUL_FLOPS) + node_poly(data, g.OTHER_FLOPS)
+
+
+def reads_weights(data: Mapping[str, Any]) -> bool:
+    """Whether an op reads a parameter (its matrix product is a linear layer's, not attention's)."""
+    return bool(data.get(g.PARAM_NAMES) or data.get(g.SHARED_PARAMS))
+
+
+def model_totals(graph: nx.DiGraph) -> dict[str, Poly]:
+    """Whole-model polynomials: matmul, other and all FLOPs, matmul FLOPs of linear layers
+    (an operand is a parameter) and of attention (both operands activations), activation bytes."""
+    ops = [data for _, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
+    matmul = [node_poly(data, g.MATMUL_FLOPS) for data in ops]
+    return {
+        g.MATMUL_FLOPS: total(matmul),
+        g.OTHER_FLOPS: total(node_poly(data, g.OTHER_FLOPS) for data in ops),
+        FLOPS: total(node_flops(data) for data in ops),
+        LINEAR_FLOPS: total(m for m, data in zip(matmul, ops) if reads_weights(data)),
+        ATTENTION_FLOPS: total(m for m, data in zip(matmul, ops) if not reads_weights(data)),
+        g.ACTIVATION_BYTES: total(node_poly(data, g.ACTIVATION_BYTES) for data in ops),
+    }
+
+
+def unsupported(graph: nx.DiGraph) -> dict[str, int]:
+    """Ops without a cost (no formula, or shapes that are not polynomials) → how many there are."""
+    found: Counter[str] = Counter()
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) == g.OPERATOR:
+            found.update(data.get(g.COST_UNSUPPORTED, []))
+    return dict(sorted(found.items()))
+
+
+# --- sizes ----------------------------------------------------------------------------------------
+
+
+def sequence_name(graph: nx.DiGraph) -> str:
+    """The name of the sequence dimension: ``seq``, or ``sequence`` in ONNX files bertgraph wrote."""
+    example = graph.graph.get(g.G_EXAMPLE, {})
+    return "sequence" if "sequence" in example and "seq" not in example else "seq"
+
+
+def sizes_for(graph: nx.DiGraph, seq: int | None = None, batch: int | None = None) -> dict[str, int]:
+    """The example sizes of ``graph`` with ``seq`` and ``batch`` replaced where given."""
+    sizes = {str(k): int(v) for k, v in graph.graph.get(g.G_EXAMPLE, {}).items()}
+    if seq is not None:
+        sizes[sequence_name(graph)] = seq
+    if batch is not None:
+        sizes["batch"] = batch
+    return sizes
+
+
+def evaluate(poly: Poly, sizes: Mapping[str, int]) -> int:
+    """``poly`` at ``sizes``, with a clear error for a dimension that has no size."""
+    missing = sorted(poly.names() - set(sizes))
+    if missing:
+        raise CostError(
+            f"the cost depends on the dimension {missing[0]!r}, which has no size here "
+            f"(known: {', '.join(sorted(sizes)) or 'none'})"
+        )
+    return poly.evaluate(sizes)
+
+
+def size_label(sizes: Mapping[str, int]) -> str:
+    """``batch=1, seq=128``."""
+    return ", ".join(f"{name}={value}" for name, value in sizes.items())
+
+
+# --- per module -------------------------------------------------------------------------------------
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split(".") if path else []
+    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def module_costs(graph: nx.DiGraph) -> dict[str, dict[str, Poly]]:
+    """Every module path → its matmul, other and all FLOPs and activation bytes (ops below it)."""
+    sums: dict[str, dict[str, list[Poly]]] = defaultdict(lambda: defaultdict(list))
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) != g.OPERATOR:
+            continue
+        values = {key: node_poly(data, key) for key in g.POLY_ATTRS}
+        for path in _ancestors(str(data.get(g.MODULE, ""))):
+            for key, value in values.items():
+                sums[path][key].append(value)
+    result = {}
+    for path, keys in sums.items():
+        entry = {key: total(keys.get(key, [])) for key in g.POLY_ATTRS}
+        entry[FLOPS] = entry[g.MATMUL_FLOPS] + entry[g.OTHER_FLOPS]
+        result[path] = entry
+    return result
+
+
+def cost_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> list[dict[str, Any]]:
+    """The folded module tree (:func:`bertgraph.graph.stats.summary_rows`) with each row's polynomials.
+
+    A folded row (``(0-11)``) sums every module it stands for; a row inside a folded group
+    is one instance (``in_fold``), as in ``summary``.
+    """
+    from bertgraph.graph.stats import summary_rows
+
+    costs = module_costs(graph)
+    empty = {key: Poly() for key in (*g.POLY_ATTRS, FLOPS)}
+    rows = []
+    for row in summary_rows(graph, depth=depth, fold=fold):
+        members = _members(row["path"], int(row.get("repeat", 1)))
+        polys = {key: total(costs.get(m, empty)[key] for m in members) for key in empty}
+        rows.append({**row, "polys": polys})
+    return rows
+
+
+def _members(path: str, repeat: int) -> list[str]:
+    """The module paths a folded row stands for: ``…layer.0`` with repeat 12 → layers 0 … 11."""
+    if repeat == 1 or "." not in path:
+        return [path]
+    parent, first = path.rsplit(".", 1)
+    if not first.isdigit():
+        return [path]
+    return [f"{parent}.{int(first) + index}" for index in range(repeat)]
+
+
+# --- the cost table ---------------------------------------------------------------------------------
+
+
+def _figure(poly: Poly, sizes_list: Sequence[Mapping[str, int]]) -> dict[str, Any]:
+    return {"formula": str(poly), "readable": poly.readable(), "values": [evaluate(poly, s) for s in sizes_list]}
+
+
+def cost_report(
+    graph: nx.DiGraph,
+    sizes_list: Sequence[Mapping[str, int]],
+    depth: int | None = None,
+    fold: bool = True,
+    dtype: str | None = None,
+) -> dict[str, Any]:
+    """The ``cost --format json`` object: totals, the module tree, memory and training arithmetic."""
+    from bertgraph.graph import memory
+
+    if not has_costs(graph):
+        annotate(graph)
+    totals = model_totals(graph)
+    all_flops = [evaluate(totals[FLOPS], s) for s in sizes_list]
+    rows = []
+    for row in cost_rows(graph, depth=depth, fold=fold):
+        polys = row["polys"]
+        values = [evaluate(polys[FLOPS], s) for s in sizes_list]
+        rows.append(
+            {
+                **{k: row[k] for k in ("path", "name", "type", "level", "depth", "in_fold")},
+                "repeat": int(row.get("repeat", 1)),
+                "matmul_flops": _figure(polys[g.MATMUL_FLOPS], sizes_list),
+                "other_flops": _figure(polys[g.OTHER_FLOPS], sizes_list),
+                "flops": _figure(polys[FLOPS], sizes_list),
+                "share": [value / whole if whole else 0.0 for value, whole in zip(values, all_flops)],
+                "activation_bytes": _figure(polys[g.ACTIVATION_BYTES], sizes_list),
+            }
+        )
+    chosen = dtype or memory.traced_float_dtype(graph)
+    peaks = [memory.peak_activation(graph, s, dtype) for s in sizes_list]
+    return {
+        "model": graph.graph.get(g.G_NAME, ""),
+        "head": graph.graph.get(g.G_HEAD, ""),
+        "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
+        "sizes": [dict(s) for s in sizes_list],
+        "total": {key: _figure(poly, sizes_list) for key, poly in totals.items()},
+        "rows": rows,
+        "memory": {
+            "dtype": chosen,
+            "parameter_bytes": memory.parameter_bytes(graph, dtype),
+            "input_bytes": [memory.input_bytes(graph, s) for s in sizes_list],
+            "peak_activation_bytes": [peak.bytes for peak in peaks],
+            "peak_at": [peak.node for peak in peaks],
+        },
+        "training": memory.training_memory(graph, chosen),
+        "unsupported": unsupported(graph),
+    }
+
+
+def crossover(linear: Poly, attention: Poly, sizes: Mapping[str, int], name: str, limit: int = 10**7) -> int | None:
+    """The smallest length (dimension ``name``) at which ``attention`` reaches ``linear``, other sizes fixed.
+
+    None when it does not happen below ``limit`` (no quadratic term, say).
+    """
+
+    def ahead(length: int) -> bool:
+        at = {**sizes, name: length}
+        return evaluate(attention, at) >= evaluate(linear, at)
+
+    if ahead(1):
+        return 1
+    high = 2
+    while not ahead(high):
+        high *= 2
+        if high > limit:
+            return None
+    low = high // 2  # not ahead; high is
+    while high - low > 1:
+        middle = (low + high) // 2
+        if ahead(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def flops_curves(graph: nx.DiGraph, lengths: Iterable[int], sizes: Mapping[str, int]) -> dict[str, list[int]]:
+    """Linear-layer and attention matmul FLOPs and other FLOPs at each length (for the report's plot)."""
+    totals = model_totals(graph)
+    name = sequence_name(graph)
+    curves: dict[str, list[int]] = {LINEAR_FLOPS: [], ATTENTION_FLOPS: [], g.OTHER_FLOPS: []}
+    for length in lengths:
+        at = {**sizes, name: length}
+        for key in curves:
+            curves[key].append(evaluate(totals[key], at))
+    return curves

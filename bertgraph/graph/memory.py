@@ -1,0 +1,185 @@
+"""Memory: the peak of one inference from tensor liveness, and the arithmetic of training.
+
+**Peak activation memory.** Ops run in the graph's execution order. An op that is not an
+``alias`` (a view, an in-place op, eval-mode dropout) writes a new tensor; that storage
+lives until the last op that reads it — or a view of it — has run, and to the end when it
+is a model output. The peak is the largest sum of live storages right after an op has
+run, while its inputs are still live. This is what an executor that frees every tensor
+after its last use holds — the code torch.fx generates for an exported program does
+exactly that — and it leaves out model inputs and parameters, which are counted apart,
+and scratch memory inside kernels. Each storage is a polynomial in the named dimensions;
+which op is the peak depends on the sizes (the feed-forward layer at short sequences,
+attention scores at long ones), so the peak is computed per size.
+
+**Training memory** is arithmetic on the parameter count: weights, gradients and Adam's
+two moments, per dtype (:data:`TRAINING_BYTES`). Activations kept for the backward pass
+are not included.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import networkx as nx
+
+from bertgraph.graph import schema as g
+from bertgraph.graph.cost import evaluate, itemsize, shape_poly
+from bertgraph.graph.formulas import FLOAT_DTYPES, numel
+from bertgraph.graph.poly import Poly, PolyError
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+# Bytes per trainable parameter while training with Adam. Half precision is mixed-precision
+# training as in Micikevicius et al. 2018 and ZeRO (Rajbhandari et al. 2020, section 3.1):
+# half-precision weights and gradients, plus float32 master weights and moments.
+TRAINING_BYTES: dict[str, tuple[tuple[str, int], ...]] = {
+    "float32": (("weights", 4), ("gradients", 4), ("Adam first moment", 4), ("Adam second moment", 4)),
+    "float16": (
+        ("weights (float16)", 2),
+        ("gradients (float16)", 2),
+        ("master weights (float32)", 4),
+        ("Adam first moment (float32)", 4),
+        ("Adam second moment (float32)", 4),
+    ),
+    "bfloat16": (
+        ("weights (bfloat16)", 2),
+        ("gradients (bfloat16)", 2),
+        ("master weights (float32)", 4),
+        ("Adam first moment (float32)", 4),
+        ("Adam second moment (float32)", 4),
+    ),
+}
+
+
+class Allocation(NamedTuple):
+    """A tensor an op writes: its size, and the span of execution positions it is live for."""
+
+    node: str
+    numel: Poly
+    dtype: str
+    start: int
+    end: int  # the last position that reads it; len(order) for a model output
+
+
+class Peak(NamedTuple):
+    bytes: int
+    node: str  # the op right after which the peak is reached ("" without activations)
+    unknown: list[str]  # ops whose output size is not a polynomial (left out)
+
+
+def _bytes_per_element(dtype: str, override: str | None) -> int:
+    chosen = override if override is not None and dtype in FLOAT_DTYPES else dtype
+    return itemsize(chosen) or 0
+
+
+def allocations(graph: nx.DiGraph) -> tuple[list[Allocation], list[str]]:
+    """Every storage an op writes with its live span, and the ops whose size is unknown."""
+    order = g.ops_in_order(graph)
+    position = {node: index for index, node in enumerate(order)}
+    end_of_run = len(order)
+    root: dict[str, str | None] = {}
+    sizes: dict[str, Poly] = {}
+    unknown: list[str] = []
+    for node in order:
+        data = graph.nodes[node]
+        if data.get(g.KIND) != g.OPERATOR:
+            continue
+        if data.get(g.ALIAS):
+            shared = [s for s in graph.predecessors(node) if graph.edges[s, node].get(g.ALIAS)]
+            root[node] = root.get(shared[0]) if shared else None  # None: a parameter's or an input's storage
+            continue
+        try:
+            sizes[node] = numel(shape_poly(data.get(g.SHAPE, [])))
+        except PolyError:
+            unknown.append(node)
+            continue
+        root[node] = node
+    last: dict[str, int] = {owner: position[owner] for owner in sizes}
+    for node, owner in root.items():
+        if owner is None or owner not in last:
+            continue
+        for target in graph.successors(node):
+            at = end_of_run if graph.nodes[target].get(g.KIND) == g.OUTPUT else position[target]
+            last[owner] = max(last[owner], at)
+    found = [
+        Allocation(owner, sizes[owner], str(graph.nodes[owner].get(g.DTYPE, "")), position[owner], last[owner])
+        for owner in sizes
+    ]
+    return sorted(found, key=lambda a: (a.start, a.node)), unknown
+
+
+def peak_activation(graph: nx.DiGraph, sizes: Mapping[str, int], dtype: str | None = None) -> Peak:
+    """The peak bytes of live activations of one inference at ``sizes``.
+
+    ``dtype`` (``float16``, …) counts floating-point tensors at that width instead of the traced one.
+    """
+    found, unknown = allocations(graph)
+    starts: dict[int, int] = defaultdict(int)
+    ends: dict[int, int] = defaultdict(int)
+    for allocation in found:
+        size = evaluate(allocation.numel, sizes) * _bytes_per_element(allocation.dtype, dtype)
+        starts[allocation.start] += size
+        ends[allocation.end] += size
+    order = g.ops_in_order(graph)
+    current = peak = 0
+    peak_node = ""
+    for index, node in enumerate(order):
+        current += starts.get(index, 0)
+        if current > peak:
+            peak, peak_node = current, node
+        current -= ends.get(index, 0)
+    return Peak(peak, peak_node, unknown)
+
+
+def input_bytes(graph: nx.DiGraph, sizes: Mapping[str, int]) -> int:
+    """Bytes of the model inputs at ``sizes`` (not part of the activation peak)."""
+    result = 0
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) == g.INPUT:
+            try:
+                result += evaluate(numel(shape_poly(data.get(g.SHAPE, []))), sizes) * (
+                    itemsize(str(data.get(g.DTYPE, ""))) or 0
+                )
+            except PolyError:
+                continue
+    return result
+
+
+def traced_float_dtype(graph: nx.DiGraph) -> str:
+    """The dtype most parameters have (``float32`` for a model built from its config)."""
+    counts = Counter(str(row.get("dtype", "float32")) for row in g.parameter_rows(graph))
+    return counts.most_common(1)[0][0] if counts else "float32"
+
+
+def parameter_bytes(graph: nx.DiGraph, dtype: str | None = None) -> int:
+    """Bytes of the parameters (tied ones once), each at its dtype or at ``dtype`` when given."""
+    return sum(
+        int(row["numel"]) * _bytes_per_element(str(row.get("dtype", "float32")), dtype)
+        for row in g.parameter_rows(graph)
+    )
+
+
+def training_memory(graph: nx.DiGraph, dtype: str = "float32") -> dict[str, Any]:
+    """Weights, gradients and Adam states of training in ``dtype`` (see :data:`TRAINING_BYTES`).
+
+    Frozen parameters count their weights only.
+    """
+    if dtype not in TRAINING_BYTES:
+        raise ValueError(f"training memory is known for {', '.join(TRAINING_BYTES)}, not {dtype}")
+    rows = g.parameter_rows(graph)
+    trainable = sum(int(r["numel"]) for r in rows if r.get("trainable", True))
+    frozen = sum(int(r["numel"]) for r in rows if not r.get("trainable", True))
+    parts = []
+    for index, (what, size) in enumerate(TRAINING_BYTES[dtype]):
+        count = trainable + (frozen if index == 0 else 0)
+        parts.append({"what": what, "bytes_per_parameter": size, "bytes": count * size})
+    return {
+        "dtype": dtype,
+        "trainable_parameters": trainable,
+        "frozen_parameters": frozen,
+        "rows": parts,
+        "total": sum(part["bytes"] for part in parts),
+        "bytes_per_parameter": sum(size for _, size in TRAINING_BYTES[dtype]),
+    }

@@ -1,0 +1,339 @@
+"""Exact polynomials in the named dimensions (``batch``, ``seq``, ``choices``) with integer coefficients.
+
+Costs are sums and products of tensor sizes, and sizes are the named dimensions of the
+traced shapes (``"batch*seq"``, ``"seq + 1"``, ``"12*batch"``), so every cost is such a
+polynomial. A :class:`Poly` is a small immutable mapping from monomials to whole numbers.
+
+Its text form (``str``) is canonical and parses back exactly — it is what the graph
+stores — and it is valid Python and sympy syntax::
+
+    36864*batch*seq**2 + 169869312*batch*seq + 1179648*batch
+
+:meth:`Poly.readable` is the form for people: ``batch·(36,864·seq² + 169,869,312·seq + 1,179,648)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from functools import reduce
+
+# A monomial: (dimension name, power) pairs sorted by name; () is the constant term.
+Monomial = tuple[tuple[str, int], ...]
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(\*\*|[-+*()]))")
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+class PolyError(ValueError):
+    """Text that is not a polynomial with whole coefficients (a size like ``seq//2`` or ``?``)."""
+
+
+def _times(a: Monomial, b: Monomial) -> Monomial:
+    powers = dict(a)
+    for name, power in b:
+        powers[name] = powers.get(name, 0) + power
+    return tuple(sorted(powers.items()))
+
+
+class Poly:
+    """An exact polynomial with integer coefficients.
+
+    >>> seq, batch = Poly.var("seq"), Poly.var("batch")
+    >>> cost = batch * (36864 * seq * seq + 169869312 * seq + 1179648)
+    >>> str(cost)
+    '36864*batch*seq**2 + 169869312*batch*seq + 1179648*batch'
+    >>> cost.evaluate({"batch": 1, "seq": 128})
+    22348431360
+    >>> Poly.parse(str(cost)) == cost
+    True
+    """
+
+    __slots__ = ("_terms",)
+
+    def __init__(self, terms: Mapping[Monomial, int] | None = None) -> None:
+        self._terms: dict[Monomial, int] = {m: int(c) for m, c in (terms or {}).items() if c}
+
+    # --- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def const(cls, value: int) -> Poly:
+        return cls({(): value})
+
+    @classmethod
+    def var(cls, name: str) -> Poly:
+        return cls({((name, 1),): 1})
+
+    @classmethod
+    def of(cls, value: int | str | Poly) -> Poly:
+        """A dimension as the graph records it (``768``, ``"batch*seq"``) as a polynomial."""
+        if isinstance(value, Poly):
+            return value
+        if isinstance(value, bool):
+            raise PolyError(f"not a size: {value!r}")
+        if isinstance(value, int):
+            return cls.const(value)
+        return cls.parse(value)
+
+    @classmethod
+    def parse(cls, text: str) -> Poly:
+        """Parse sums, differences, products, whole powers and parentheses of integers and names.
+
+        >>> Poly.parse("seq + 1"), Poly.parse("12*batch"), Poly.parse("2*(seq - 1)**2")
+        (Poly('seq + 1'), Poly('12*batch'), Poly('2*seq**2 - 4*seq + 2'))
+        >>> Poly.parse("seq//2")
+        Traceback (most recent call last):
+        ...
+        bertgraph.graph.poly.PolyError: not a polynomial: 'seq//2'
+        """
+        return _Parser(text).parse()
+
+    # --- arithmetic --------------------------------------------------------------------------
+
+    def __add__(self, other: Poly | int) -> Poly:
+        other = Poly.of(other)
+        terms = dict(self._terms)
+        for monomial, coefficient in other._terms.items():
+            terms[monomial] = terms.get(monomial, 0) + coefficient
+        return Poly(terms)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Poly:
+        return Poly({m: -c for m, c in self._terms.items()})
+
+    def __sub__(self, other: Poly | int) -> Poly:
+        return self + (-Poly.of(other))
+
+    def __rsub__(self, other: Poly | int) -> Poly:
+        return Poly.of(other) - self
+
+    def __mul__(self, other: Poly | int) -> Poly:
+        if isinstance(other, int):
+            return Poly({m: c * other for m, c in self._terms.items()})
+        terms: dict[Monomial, int] = {}
+        for m1, c1 in self._terms.items():
+            for m2, c2 in other._terms.items():
+                key = _times(m1, m2)
+                terms[key] = terms.get(key, 0) + c1 * c2
+        return Poly(terms)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, power: int) -> Poly:
+        if power < 0:
+            raise PolyError("negative powers are not polynomials")
+        return reduce(lambda a, b: a * b, [self] * power, Poly.const(1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, int):
+            other = Poly.const(other)
+        return isinstance(other, Poly) and self._terms == other._terms
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._terms.items()))
+
+    def __bool__(self) -> bool:
+        return bool(self._terms)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def terms(self) -> Iterator[tuple[Monomial, int]]:
+        """(monomial, coefficient) pairs, highest degree first, in a fixed order."""
+        for monomial in sorted(self._terms, key=_term_order):
+            yield monomial, self._terms[monomial]
+
+    def names(self) -> set[str]:
+        """The dimension names that occur."""
+        return {name for monomial in self._terms for name, _ in monomial}
+
+    def degree(self, name: str) -> int:
+        """The highest power of ``name`` (0 when absent)."""
+        return max((dict(m).get(name, 0) for m in self._terms), default=0)
+
+    def evaluate(self, sizes: Mapping[str, int]) -> int:
+        """The value at concrete sizes.
+
+        Raises:
+            KeyError: a dimension of the polynomial has no size in ``sizes``.
+        """
+        total = 0
+        for monomial, coefficient in self._terms.items():
+            value = coefficient
+            for name, power in monomial:
+                value *= sizes[name] ** power
+            total += value
+        return total
+
+    def constant(self) -> int | None:
+        """The value when the polynomial has no dimensions, else None."""
+        if self.names():
+            return None
+        return self._terms.get((), 0)
+
+    def __str__(self) -> str:
+        if not self._terms:
+            return "0"
+        text = ""
+        for monomial, coefficient in self.terms():
+            factors = [f"{name}**{power}" if power > 1 else name for name, power in monomial]
+            magnitude = abs(coefficient)
+            body = "*".join(([str(magnitude)] if magnitude != 1 or not factors else []) + factors)
+            if not text:
+                text = body if coefficient > 0 else f"-{body}"
+            else:
+                text += f" {'+' if coefficient > 0 else '-'} {body}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"Poly({str(self)!r})"
+
+    def readable(self) -> str:
+        """The polynomial for people: common factor outside, thousands separated, powers raised.
+
+        >>> Poly.parse("36864*batch*seq**2 + 169869312*batch*seq + 1179648*batch").readable()
+        'batch·(36,864·seq² + 169,869,312·seq + 1,179,648)'
+        >>> Poly.parse("4718592*batch*seq").readable(), Poly.parse("0").readable()
+        ('4,718,592·batch·seq', '0')
+        """
+        if not self._terms:
+            return "0"
+        common = _common_monomial(list(self._terms))
+        if len(self._terms) == 1 or not common:
+            return _readable_sum(self.terms())
+        rest = [(_divide(m, common), c) for m, c in self.terms()]
+        return f"{_readable_monomial(common)}·({_readable_sum(rest)})"
+
+
+def total(polys: Iterable[Poly]) -> Poly:
+    """The sum of ``polys`` (0 for none)."""
+    result = Poly()
+    for poly in polys:
+        result = result + poly
+    return result
+
+
+def product(polys: Iterable[Poly | int]) -> Poly:
+    """The product of ``polys`` (1 for none)."""
+    result = Poly.const(1)
+    for poly in polys:
+        result = result * poly
+    return result
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+def _term_order(monomial: Monomial) -> tuple[int, list[tuple[str, int]]]:
+    # Highest total degree first; then by the powers of each name, alphabetically.
+    return -sum(p for _, p in monomial), [(name, -power) for name, power in monomial]
+
+
+def _common_monomial(monomials: list[Monomial]) -> Monomial:
+    shared = set.intersection(*(set(dict(m)) for m in monomials))
+    return tuple(sorted((name, min(dict(m)[name] for m in monomials)) for name in shared))
+
+
+def _divide(monomial: Monomial, by: Monomial) -> Monomial:
+    powers = dict(monomial)
+    for name, power in by:
+        powers[name] -= power
+    return tuple(sorted((n, p) for n, p in powers.items() if p))
+
+
+def _readable_monomial(monomial: Monomial) -> str:
+    return "·".join(name + (str(power).translate(_SUPERSCRIPT) if power > 1 else "") for name, power in monomial)
+
+
+def _readable_sum(terms: Iterable[tuple[Monomial, int]]) -> str:
+    text = ""
+    for monomial, coefficient in terms:
+        magnitude = abs(coefficient)
+        parts = ([f"{magnitude:,}"] if magnitude != 1 or not monomial else []) + (
+            [_readable_monomial(monomial)] if monomial else []
+        )
+        body = "·".join(parts)
+        if not text:
+            text = body if coefficient > 0 else f"−{body}"
+        else:
+            text += f" {'+' if coefficient > 0 else '−'} {body}"
+    return text
+
+
+class _Parser:
+    """Recursive descent: sum := term (('+'|'-') term)*; term := factor ('*' factor)*;
+    factor := ('-' factor) | atom ('**' integer)?; atom := integer | name | '(' sum ')'."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[str] = []
+        position = 0
+        stripped = text.rstrip()
+        while position < len(stripped):
+            match = _TOKEN.match(stripped, position)
+            if not match:
+                raise PolyError(f"not a polynomial: {text!r}")
+            self.tokens.append(match.group(match.lastindex or 0))
+            position = match.end()
+        self.position = 0
+
+    def fail(self) -> PolyError:
+        return PolyError(f"not a polynomial: {self.text!r}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.position] if self.position < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise self.fail()
+        self.position += 1
+        return token
+
+    def parse(self) -> Poly:
+        if not self.tokens:
+            raise self.fail()
+        result = self.sum()
+        if self.peek() is not None:
+            raise self.fail()
+        return result
+
+    def sum(self) -> Poly:
+        result = self.term()
+        while self.peek() in ("+", "-"):
+            sign = self.take()
+            result = result + self.term() if sign == "+" else result - self.term()
+        return result
+
+    def term(self) -> Poly:
+        result = self.factor()
+        while self.peek() == "*":
+            self.take()
+            result = result * self.factor()
+        return result
+
+    def factor(self) -> Poly:
+        if self.peek() == "-":
+            self.take()
+            return -self.factor()
+        base = self.atom()
+        if self.peek() == "**":
+            self.take()
+            exponent = self.take()
+            if not exponent.isdigit():
+                raise self.fail()
+            return base ** int(exponent)
+        return base
+
+    def atom(self) -> Poly:
+        token = self.take()
+        if token.isdigit():
+            return Poly.const(int(token))
+        if token == "(":
+            inner = self.sum()
+            if self.take() != ")":
+                raise self.fail()
+            return inner
+        if token[0].isalpha() or token[0] == "_":
+            return Poly.var(token)
+        raise self.fail()
