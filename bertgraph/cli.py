@@ -149,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("light", "dark", "auto"),
         help="light (default), dark, or auto: an .html page following the reader's setting (its default)",
     )
+    render.add_argument(
+        "--annotate",
+        choices=ANNOTATIONS,
+        help="put this figure on every node and colour nodes by their share (FLOPs and memory at the example size)",
+    )
     _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
 
     cost = commands.add_parser("cost", help="FLOPs and memory per module, as formulas in batch and seq")
@@ -353,6 +358,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         compare=compare.graph if compare else None,
         fmt=fmt,
         warn=_warn,
+        annotate=args.annotate,
     )
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -65,8 +65,12 @@ def write_diagram(
     compare: nx.DiGraph | None = None,
     fmt: str | None = None,
     warn: Callable[[str], None] | None = None,
+    annotate: str | None = None,
 ) -> Path:
     """Write a diagram of ``graph`` to ``path`` in one step (nothing is left behind on failure).
+
+    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours
+    nodes by their share of the model total; graph files ignore it (they carry every figure).
 
     When Graphviz is missing for an image format, the DOT source is written beside
     ``path`` (same name, ``.dot``) before the error is raised, so no work is lost.
@@ -80,9 +84,16 @@ def write_diagram(
         )
     options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare}
     if fmt == "html":
+        if annotate:
+            raise BertgraphError(
+                "--annotate colours SVG, PNG, PDF, DOT and Mermaid diagrams, not the interactive .html page; "
+                "write one of those formats"
+            )
         from bertgraph.render import html
 
         return write_atomic(path, html.generate_html(graph, depth=depth, **options))
+    if annotate:
+        options["annotate"] = annotate
     if fmt == "mermaid":
         from bertgraph.render import mermaid
 

@@ -8,9 +8,10 @@ content and the same highlighting.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -35,6 +36,7 @@ class Node:
     kind: str
     shape: str  # "module", "op" or "io"
     highlight: bool = False
+    heat: int | None = None  # the bin of the annotated figure's share (annotated diagrams only)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Diagram:
     same_rank: list[tuple[str, ...]] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     compare: bool = False
+    scale: str | None = None  # the heat legend's title (annotated diagrams only)
 
     def nodes_by_cluster(self) -> dict[str | None, list[Node]]:
         """Nodes grouped by the innermost cluster they sit in (``None``: outside every cluster)."""
@@ -258,6 +261,84 @@ class _Labeller:
         return title
 
 
+# --- annotations: a figure on every node, coloured by its share --------------------------------
+
+ANNOTATIONS = ("params", "flops", "memory")
+# Upper bounds of the heat bins (shares of the model total); the labels are the legend's.
+HEAT_BOUNDS = (0.001, 0.01, 0.05, 0.10, 0.25, 0.50)
+HEAT_LABELS = ("below 0.1%", "0.1% to 1%", "1% to 5%", "5% to 10%", "10% to 25%", "25% to 50%", "50% and more")
+
+
+def heat_bin(share: float) -> int:
+    """The heat bin of a share of the model total.
+
+    >>> [heat_bin(s) for s in (0.0, 0.0009, 0.001, 0.03, 0.2, 0.5, 1.0)]
+    [0, 0, 1, 2, 4, 6, 6]
+    """
+    return bisect.bisect_right(HEAT_BOUNDS, share)
+
+
+def _with_costs(graph: nx.DiGraph, annotate: str) -> nx.DiGraph:
+    """``graph``, or an annotated copy when it lacks the costs the annotation shows (a graph read from a file)."""
+    from bertgraph.graph import cost
+
+    if annotate not in ANNOTATIONS:
+        raise ValueError(f"unknown annotation {annotate!r}; choose one of: {', '.join(ANNOTATIONS)}")
+    if annotate == "params" or cost.has_costs(graph):
+        return graph
+    return cost.annotate(graph.copy())
+
+
+class _Annotator:
+    """The annotated figure of each view node: parameters, FLOPs or bytes written, at the example size."""
+
+    def __init__(self, graph: nx.DiGraph, what: str) -> None:
+        from bertgraph.graph import cost
+
+        self.what = what
+        self.sizes = cost.sizes_for(graph)
+        ops = [data for _, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
+        self.total = (
+            stats.parameter_stats(graph)["total"] if what == "params" else sum(self.value(data) for data in ops)
+        )
+
+    def value(self, data: dict[str, Any]) -> int:
+        from bertgraph.graph import cost
+
+        if self.what == "params":
+            return int(data.get(g.PARAMS, 0))
+        poly = cost.node_flops(data) if self.what == "flops" else cost.node_poly(data, g.ACTIVATION_BYTES)
+        return cost.evaluate(poly, self.sizes)
+
+    def figure(self, value: int) -> str:
+        if self.what == "flops":
+            return figures.flops(value)
+        if self.what == "memory":
+            return figures.size(value)
+        return f"{figures.short(value)} params"
+
+    def scale_title(self) -> str:
+        noun = {"params": "parameters", "flops": "FLOPs", "memory": "activation bytes written"}[self.what]
+        at = "" if self.what == "params" else f" at {', '.join(f'{k}={v}' for k, v in self.sizes.items())}"
+        return f"share of {noun}{at}"
+
+    def annotate(self, node: Node, data: dict[str, Any], in_fold: bool) -> Node:
+        """``node`` with the figure as its last line and the heat bin of its share."""
+        value = self.value(data)
+        share = value / self.total if self.total else 0.0
+        repeat = int(data.get(g.REPEAT, 1))
+        percent = figures.percent(share, 1)
+        if repeat > 1 and in_fold:
+            line = f"{self.figure(value // repeat)} each · {percent} in all {repeat}"
+        elif repeat > 1:
+            line = f"{self.figure(value // repeat)} each · {self.figure(value)} · {percent}"
+        else:
+            line = f"{self.figure(value)} · {percent}"
+        if self.what == "params":
+            line = f"{percent} of parameters" + (f" (all {repeat})" if repeat > 1 else "")
+        return replace(node, lines=(*node.lines, line), heat=heat_bin(share))
+
+
 # --- building -----------------------------------------------------------------------------
 
 
@@ -282,13 +363,24 @@ def _cluster_chain(data: dict[str, Any], backbone: str) -> list[str]:
 
 
 def build_diagram(
-    graph: nx.DiGraph, depth: int = 2, fold: bool = True, prefix: str = "", changed: set[str] | None = None
+    graph: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    prefix: str = "",
+    changed: set[str] | None = None,
+    annotate: str | None = None,
 ) -> Diagram:
     """The diagram of ``graph`` at ``depth``.
 
     ``prefix`` namespaces ids (for side-by-side comparisons); ``changed`` lists display
     paths of modules that differ from the compared model, which are highlighted.
+    ``annotate`` (``params``, ``flops`` or ``memory``) puts that figure on every node and
+    colours nodes by their share of the model total instead of by kind.
     """
+    annotator = None
+    if annotate:
+        graph = _with_costs(graph, annotate)
+        annotator = _Annotator(graph, annotate)
     shown = view(graph, depth, fold=fold)
     labeller = _Labeller(graph, shown)
     backbone = labeller.backbone
@@ -328,6 +420,9 @@ def build_diagram(
             highlight_node = not in_backbone(module, backbone)
         node = labeller.node(node_id, data, node_id in residual_targets)
         node = Node(f"{prefix}{node.id}", node.title, node.lines, node.tooltip, node.kind, node.shape, highlight_node)
+        if annotator is not None and data.get(g.KIND) not in (g.INPUT, g.OUTPUT):
+            in_fold = not (data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and folded_here(module))
+            node = annotator.annotate(node, data, in_fold)
         diagram.nodes.append(node)
         if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or depth == 0:
             diagram.membership[node.id] = cluster_id("variant") if prefix else None
@@ -383,18 +478,22 @@ def build_diagram(
                 and not in_backbone(b.get(g.MODULE, ""), backbone)
             ):
                 diagram.same_rank.append((f"{prefix}{source}", f"{prefix}{target}"))
-    present = {node.kind for node in diagram.nodes}
+    present = {node.kind for node in diagram.nodes if node.heat is None}
     diagram.kinds = [kind for kind in KIND_NAMES if kind in present]
+    if annotator is not None:
+        diagram.scale = annotator.scale_title()
     return diagram
 
 
-def build_comparison(first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold: bool = True) -> Diagram:
+def build_comparison(
+    first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold: bool = True, annotate: str | None = None
+) -> Diagram:
     """Two variants side by side; modules only one of them has are highlighted."""
     difference = stats.diff(first, second)
     only_first = {m["module"] for m in difference["removed"]} | {m["module"] for m in difference["changed"]}
     only_second = {m["module"] for m in difference["added"]} | {m["module"] for m in difference["changed"]}
-    left = build_diagram(first, depth, fold, prefix="a:", changed=only_first)
-    right = build_diagram(second, depth, fold, prefix="b:", changed=only_second)
+    left = build_diagram(first, depth, fold, prefix="a:", changed=only_first, annotate=annotate)
+    right = build_diagram(second, depth, fold, prefix="b:", changed=only_second, annotate=annotate)
     name = first.graph.get(g.G_NAME, "")
     combined = Diagram(
         title=f"{name} · {first.graph.get(g.G_HEAD, '')} vs {second.graph.get(g.G_HEAD, '')}",
@@ -421,6 +520,7 @@ def build_comparison(first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold
     inputs = [n.id for n in combined.nodes if n.shape == "io" and n.id.endswith(":input_ids")]
     if len(inputs) == 2:
         combined.same_rank.append(tuple(inputs))
-    present = {node.kind for node in combined.nodes}
+    present = {node.kind for node in combined.nodes if node.heat is None}
     combined.kinds = [kind for kind in KIND_NAMES if kind in present]
+    combined.scale = left.scale
     return combined

@@ -15,7 +15,7 @@ import networkx as nx
 
 from bertgraph.files import write_atomic
 from bertgraph.render import style
-from bertgraph.render.diagram import Cluster, Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.diagram import HEAT_LABELS, Cluster, Diagram, Node, build_comparison, build_diagram
 from bertgraph.render.escape import dot_html, dot_id, dot_string
 
 FONT = "Helvetica,Arial,sans-serif"
@@ -31,8 +31,10 @@ def _attrs(**values: str | float | int) -> str:
 
 
 def _node_label(node: Node, colours: dict[str, Any]) -> str:
+    # On a heat colour the detail lines take the scale's text colour: grey is unreadable on dark red.
+    detail = colours["muted"] if node.heat is None else colours["heat"][node.heat].text
     lines = [f"<b>{dot_html(node.title)}</b>"]
-    lines += [f'<font point-size="9" color="{colours["muted"]}">{dot_html(line)}</font>' for line in node.lines]
+    lines += [f'<font point-size="9" color="{detail}">{dot_html(line)}</font>' for line in node.lines]
     return "<" + "<br/>".join(lines) + ">"
 
 
@@ -45,7 +47,7 @@ def _cluster_label(cluster: Cluster) -> str:
 
 
 def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
-    palette = colours["kinds"][node.kind]
+    palette = colours["kinds"][node.kind] if node.heat is None else colours["heat"][node.heat]
     attrs: dict[str, str | float] = {
         "label": _node_label(node, colours),
         "tooltip": node.tooltip,
@@ -92,6 +94,16 @@ def _legend(diagram: Diagram, colours: dict[str, Any], ident: str) -> str:
             f'<tr><td color="{colours["added"]}" border="2" width="18"> </td>'
             f'<td align="left"><font point-size="10" color="{colours["text"]}">only in this variant</font></td></tr>'
         )
+    if diagram.scale:
+        rows.append(
+            f'<tr><td colspan="2" align="left"><font point-size="10" color="{colours["text"]}">'
+            f"<b>{dot_html(diagram.scale)}</b></font></td></tr>"
+        )
+        for palette, label in zip(colours["heat"], HEAT_LABELS):
+            rows.append(
+                f'<tr><td bgcolor="{palette.fill}" color="{palette.border}" border="1" width="18"> </td>'
+                f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(label)}</font></td></tr>'
+            )
     table = '<table border="0" cellspacing="3" cellpadding="2">' + "".join(rows) + "</table>"
     return f'{dot_string(ident)} [shape=plain, style="", label=<{table}>, tooltip="legend"]'
 
@@ -173,7 +185,7 @@ def generate_lines(
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:
         yield "  { rank=same; " + " ".join(dot_string(ident(n)) + ";" for n in group) + " }"
-    if diagram.kinds:
+    if diagram.kinds or diagram.scale:
         yield "  " + _legend(diagram, colours, ident(" legend"))  # a name no module path can have
     yield "}"
 
@@ -185,10 +197,16 @@ def generate_dot(
     theme: str = "light",
     compare: nx.DiGraph | None = None,
     dpi: int | None = None,
+    annotate: str | None = None,
 ) -> str:
-    """DOT source of the diagram of ``graph`` (beside ``compare`` when given)."""
+    """DOT source of the diagram of ``graph`` (beside ``compare`` when given).
+
+    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share.
+    """
     diagram = (
-        build_comparison(graph, compare, depth, fold) if compare is not None else build_diagram(graph, depth, fold)
+        build_comparison(graph, compare, depth, fold, annotate=annotate)
+        if compare is not None
+        else build_diagram(graph, depth, fold, annotate=annotate)
     )
     return "\n".join(generate_lines(diagram, theme, dpi)) + "\n"
 

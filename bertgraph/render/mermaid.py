@@ -17,7 +17,7 @@ import networkx as nx
 from bertgraph.errors import RenderError
 from bertgraph.files import write_atomic
 from bertgraph.render import style
-from bertgraph.render.diagram import Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build_comparison, build_diagram
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
 
 MAX_EDGES = 500
@@ -77,12 +77,18 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
         text = f'|"{mermaid_text(label)}"|' if label else ""
         yield f"  {node_id(edge.source)} {arrow}{text} {node_id(edge.target)}"
 
-    if diagram.kinds:
+    if diagram.kinds or diagram.scale:
         yield f'  subgraph {cluster_id("legend")}["legend"]'
         for kind in diagram.kinds:
             yield f'    {node_id("legend " + kind)}["{mermaid_text(style.KIND_NAMES[kind])}"]'
         if diagram.compare:
             yield f'    {node_id("legend highlight")}["only in this variant"]'
+        if diagram.scale:
+            yield f'    subgraph {cluster_id("legend scale")}["{mermaid_text(diagram.scale)}"]'
+            yield "      direction LR"
+            for index, label in enumerate(HEAT_LABELS):
+                yield f'      {node_id(f"legend heat {index}")}["{mermaid_text(label)}"]'
+            yield "    end"
         yield "  end"
 
     yield from _class_lines(diagram, colours, node_id)
@@ -92,14 +98,18 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
 def _class_lines(diagram: Diagram, colours: dict[str, Any], node_id: Any) -> Iterable[str]:
     members: dict[str, list[str]] = defaultdict(list)
     for node in diagram.nodes:
-        members[f"k_{node.kind.replace('-', '_')}" + ("_hl" if node.highlight else "")].append(node_id(node.id))
+        base = f"k_{node.kind.replace('-', '_')}" if node.heat is None else f"h_{node.heat}"
+        members[base + ("_hl" if node.highlight else "")].append(node_id(node.id))
     for kind in diagram.kinds:
         members[f"k_{kind.replace('-', '_')}"].append(node_id("legend " + kind))
     if diagram.compare:
         members["k_other_hl"].append(node_id("legend highlight"))
+    if diagram.scale:
+        for index in range(len(HEAT_LABELS)):
+            members[f"h_{index}"].append(node_id(f"legend heat {index}"))
     for name in sorted(members):
-        kind = name[2:].removesuffix("_hl").replace("_", "-")
-        palette = colours["kinds"][kind]
+        key = name[2:].removesuffix("_hl")
+        palette = colours["heat"][int(key)] if name.startswith("h_") else colours["kinds"][key.replace("_", "-")]
         line = f"fill:{palette.fill},stroke:{palette.border},color:{palette.text}"
         if name.endswith("_hl"):
             line = f"fill:{palette.fill},stroke:{colours['added']},color:{palette.text},stroke-width:3px"
@@ -114,23 +124,33 @@ def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) 
         yield f"  style {cluster_id(cluster.id)} {look}"
 
 
-def _diagram(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> Diagram:
-    return build_comparison(graph, compare, depth, fold) if compare is not None else build_diagram(graph, depth, fold)
+def _diagram(
+    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, annotate: str | None = None
+) -> Diagram:
+    if compare is not None:
+        return build_comparison(graph, compare, depth, fold, annotate=annotate)
+    return build_diagram(graph, depth, fold, annotate=annotate)
 
 
 def generate_mermaid(
-    graph: nx.DiGraph, depth: int = 2, fold: bool = True, theme: str = "light", compare: nx.DiGraph | None = None
+    graph: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    theme: str = "light",
+    compare: nx.DiGraph | None = None,
+    annotate: str | None = None,
 ) -> MermaidResult:
     """Mermaid text that renders within Mermaid's default limits.
 
     Tries the requested depth first; when it would exceed 500 edges or 50,000
     characters, folds repeats, then steps to shallower depths, noting each step.
+    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share.
     """
     notes: list[str] = []
     attempts = [(depth, fold)] + ([(depth, True)] if not fold else [])
     attempts += [(d, True) for d in range(depth - 1, -1, -1)]
     for level, folded in attempts:
-        diagram = _diagram(graph, level, folded, compare)
+        diagram = _diagram(graph, level, folded, compare, annotate)
         text = "\n".join(generate_lines(diagram, theme)) + "\n"
         edges = len(diagram.edges)
         if edges <= MAX_EDGES and len(text) <= MAX_TEXT:

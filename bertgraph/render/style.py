@@ -56,6 +56,16 @@ THEMES: dict[str, dict[str, Any]] = {
             "other": Palette("#f6f8fa", "#8c959f", "#1f2328"),
             "head": Palette("#ffd8b5", "#bc4c00", "#471700"),
         },
+        # A sequential scale for annotated diagrams, from small to large share (ColorBrewer YlOrRd).
+        "heat": (
+            Palette("#ffffcc", "#b7a94d", "#1f2328"),
+            Palette("#ffeda0", "#b59a2e", "#1f2328"),
+            Palette("#fed976", "#b58a1b", "#1f2328"),
+            Palette("#feb24c", "#b5701b", "#1f2328"),
+            Palette("#fd8d3c", "#b3501a", "#1f2328"),
+            Palette("#e31a1c", "#8e0d10", "#ffffff"),
+            Palette("#800026", "#4d0017", "#ffffff"),
+        ),
     },
     "dark": {
         "background": "#0d1117",
@@ -80,6 +90,16 @@ THEMES: dict[str, dict[str, Any]] = {
             "other": Palette("#161b22", "#6e7681", "#e6edf3"),
             "head": Palette("#5a2a0a", "#f0883e", "#ffdfb6"),
         },
+        # Dark to bright on a dark background (matplotlib's inferno, sampled).
+        "heat": (
+            Palette("#1b0c41", "#4a3a7a", "#e6edf3"),
+            Palette("#4a0c6b", "#7a3c9b", "#e6edf3"),
+            Palette("#781c6d", "#a84c9d", "#e6edf3"),
+            Palette("#a52c60", "#d55c90", "#ffffff"),
+            Palette("#cf4446", "#ff7476", "#ffffff"),
+            Palette("#ed6925", "#ff9955", "#0d1117"),
+            Palette("#fbb61a", "#ffe64a", "#0d1117"),
+        ),
     },
 }
 
