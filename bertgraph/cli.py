@@ -169,10 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
     _output(cost, False, "write to a file instead of standard output")
 
-    report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, head diff")
+    report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, cost, head diff")
     _common(report)
     report.add_argument("--depth", type=_non_negative, default=2, help="diagram depth (default 2)")
-    _output(report, True, "output .md file")
+    _output(report, True, "output .md file (the FLOPs plot goes beside it: NAME-flops.png)")
 
     graph = commands.add_parser("graph", help="the annotated graph as GraphML or node-link JSON")
     _common(graph)
@@ -366,21 +366,35 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from bertgraph.files import check_writable, write_atomic
-    from bertgraph.render import report
+    from bertgraph.render import plot, report
 
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
     check_writable(args.output)
+    plot_file = report.plot_path(args.output)
+    check_writable(plot_file)
     arch = _architecture(args, args.head)
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
+    image: bytes | None = None
+    note = None
+    if plot.available():
+        image = plot.generate_flops_png(arch.graph)
+    else:
+        note = plot.INSTALL_HINT
+        _warn(note)
     text = report.generate_report(
         arch.graph,
         base=base.graph if base else None,
         depth=args.depth,
         svg_name=svg.name if svg.exists() else None,
         warn=_warn,
+        plot_name=plot_file.name if image is not None else None,
+        plot_note=note,
     )
+    if image is not None:
+        write_atomic(plot_file, image)
+        print(f"wrote {plot_file}", file=sys.stderr)
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -12,10 +12,12 @@ from pathlib import Path
 from bertgraph.api import Architecture, load
 from bertgraph.errors import BertgraphError
 from bertgraph.files import write_atomic
+from bertgraph.graph import cost
 from bertgraph.model import resolve
-from bertgraph.render import mermaid, report, text, write_diagram
+from bertgraph.render import mermaid, plot, report, text, write_diagram
 
 DEPTHS = (1, 2, 3)
+COST_LENGTHS = (128, 512)
 
 
 def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str:
@@ -55,11 +57,27 @@ def build_gallery(
                 write_diagram(base.graph, folder / f"bert-compare{suffix}", depth=2, compare=arch.graph, warn=warn)
             )
     written.append(write_diagram(arch.graph, folder / "bert.html", depth=2, theme="auto", warn=warn))
+    written.append(write_diagram(arch.graph, folder / "bert-flops.svg", depth=3, annotate="flops", warn=warn))
     written.append(write_atomic(folder / "bert-mermaid.md", _mermaid_page(arch, warn)))
     written.append(write_atomic(folder / "summary.txt", "\n".join(text.generate_summary(arch.summary())) + "\n"))
     written.append(write_atomic(folder / "params.txt", "\n".join(text.generate_params(base.params())) + "\n"))
-    report_text = report.generate_report(
-        arch.graph, base=base.graph if head != "base" else None, depth=2, svg_name="bert-depth2.svg", warn=warn
+    sizes = [cost.sizes_for(base.graph, seq=length) for length in COST_LENGTHS]
+    written.append(
+        write_atomic(folder / "cost.txt", "\n".join(text.generate_cost(cost.cost_report(base.graph, sizes))) + "\n")
     )
-    written.append(write_atomic(folder / "report.md", report_text))
+    report_path = folder / "report.md"
+    plot_name = None
+    if plot.available():
+        written.append(plot.write_flops_plot(arch.graph, report.plot_path(report_path)))
+        plot_name = report.plot_path(report_path).name
+    report_text = report.generate_report(
+        arch.graph,
+        base=base.graph if head != "base" else None,
+        depth=2,
+        svg_name="bert-depth2.svg",
+        warn=warn,
+        plot_name=plot_name,
+        plot_note=None if plot_name else plot.INSTALL_HINT,
+    )
+    written.append(write_atomic(report_path, report_text))
     return written

@@ -31,6 +31,7 @@ def test_report_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         "## Architecture",
         "## Parameters",
         "## Module tree",
+        "## Cost",
         "## What the sequence-classification head adds",
         "## Every parameter",
     ):
@@ -42,15 +43,19 @@ def test_report_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "| pooler | 590,592 | 0.54% |" in text
     assert "| added | classifier | Linear | 768 → 2 | +1,538 |" in text
     assert "<details><summary>201 parameter tensors with their shapes</summary>" in text
+    assert "| matmul FLOPs | 22,348,434,432 | batch·(36,864·seq² + 169,869,312·seq + 1,182,720) |" in text
+    assert "![FLOPs against sequence length, linear layers and attention](bert-flops.png)" in text
+    assert (tmp_path / "bert-flops.png").read_bytes().startswith(b"\x89PNG")
     html = MarkdownIt("commonmark").enable("table").render(text)
-    assert html.count("<table>") == 4
+    assert html.count("<table>") == 7  # parameters, module tree, cost (figures, memory, modules), head diff, every one
 
 
 def test_report_without_svg_and_for_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "base.md"
     assert main(["report", "bert-tiny", "-o", str(target)]) == 0
     text = target.read_text()
-    assert "![" not in text and "head adds" not in text
+    assert "![" + "bert-tiny with" not in text and "head adds" not in text
+    assert "](base-flops.png)" in text
     assert main(["report", "bert-tiny", "-o", str(tmp_path / "report.txt")]) == 2
     assert "report writes Markdown" in capsys.readouterr().err
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import networkx as nx
 
@@ -22,14 +23,60 @@ def _weights_sentence(graph: nx.DiGraph) -> str:
     return f"traced with {md(str(weights))} weights"
 
 
+def generate_cost_lines(
+    graph: nx.DiGraph, depth: int = 2, plot_name: str | None = None, plot_note: str | None = None
+) -> Iterable[str]:
+    """The report's cost section: figures with their formulas at the example size, memory, the plot."""
+    from bertgraph.graph import cost
+    from bertgraph.render.plot import max_positions, plot_lengths
+
+    sizes = cost.sizes_for(graph)
+    report = cost.cost_report(graph, [sizes], depth=depth)
+    total = report["total"]
+    yield "## Cost"
+    yield ""
+    matmul = figures.count(total["matmul_flops"]["values"][0])
+    yield (
+        f"At {md(cost.size_label(sizes))}, one forward pass takes **{matmul}** "
+        f"matmul FLOPs — {markdown.code(total['matmul_flops']['readable'])} in general — and "
+        f"{figures.count(total['other_flops']['values'][0])} other FLOPs; its activations peak at "
+        f"{figures.size(report['memory']['peak_activation_bytes'][0])}. Every figure is a polynomial in the named "
+        "dimensions, exact at any size (`bertgraph cost --seq-len 128 512` evaluates several)."
+    )
+    yield ""
+    yield from markdown.generate_cost_body(report)
+    yield ""
+    _, crossing = plot_lengths(graph)
+    name = cost.sequence_name(graph)
+    if crossing:
+        limit = max_positions(graph)
+        beyond = f", beyond the model's {limit:,} positions" if limit and crossing > limit else ""
+        yield (
+            f"Attention's matrix products grow with {name}², the linear layers' with {name}: "
+            f"attention overtakes at {name} = {crossing:,}{beyond}."
+        )
+        yield ""
+    if plot_name:
+        yield f"![FLOPs against sequence length, linear layers and attention]({plot_name})"
+        yield ""
+    elif plot_note:
+        yield f"*{md(plot_note[0].upper() + plot_note[1:])}.*"
+        yield ""
+
+
 def generate_report_lines(
     graph: nx.DiGraph,
     base: nx.DiGraph | None = None,
     depth: int = 2,
     svg_name: str | None = None,
     warn: Callable[[str], None] | None = None,
+    plot_name: str | None = None,
+    plot_note: str | None = None,
 ) -> Iterable[str]:
-    """Report lines: architecture (Mermaid, SVG link), parameters, module tree, head diff, every parameter."""
+    """Report lines: architecture (Mermaid, SVG link), parameters, module tree, cost, head diff, every parameter.
+
+    ``plot_name`` is the FLOPs plot beside the report; without it ``plot_note`` says why it is missing.
+    """
     stats = tables.parameter_stats(graph)
     summary = tables.summary(graph)
     name, head, model_class = (str(graph.graph.get(key, "")) for key in (g.G_NAME, g.G_HEAD, g.G_MODEL_CLASS))
@@ -73,6 +120,7 @@ def generate_report_lines(
     yield ""
     yield from markdown.generate_summary_table(summary)
     yield ""
+    yield from generate_cost_lines(graph, depth, plot_name, plot_note)
     if base is not None:
         difference = tables.diff(base, graph)
         yield f"## What the {md(head)} head adds"
@@ -104,6 +152,13 @@ def generate_report(
     depth: int = 2,
     svg_name: str | None = None,
     warn: Callable[[str], None] | None = None,
+    plot_name: str | None = None,
+    plot_note: str | None = None,
 ) -> str:
     """The report of ``graph`` as Markdown text; ``base`` (the bare backbone) adds the head diff."""
-    return "\n".join(generate_report_lines(graph, base, depth, svg_name, warn)) + "\n"
+    return "\n".join(generate_report_lines(graph, base, depth, svg_name, warn, plot_name, plot_note)) + "\n"
+
+
+def plot_path(report: Path) -> Path:
+    """Where the FLOPs plot of a report goes: ``report.md`` → ``report-flops.png`` beside it."""
+    return report.with_name(f"{report.stem}-flops.png")
