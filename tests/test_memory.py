@@ -112,3 +112,24 @@ def test_peak_with_eager_attention_counts_the_score_matrices(batch: int, seq: in
 def _ids_and_mask(batch: int, seq: int, device: str) -> dict[str, torch.Tensor]:
     ids = torch.randint(0, 1000, (batch, seq), device=device)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def test_views_allocate_nothing_and_keep_their_storage_alive(traced: Callable[..., Architecture]) -> None:
+    from bertgraph.graph import schema as g
+
+    graph = traced("bert-tiny").graph
+    found, unknown = memory.allocations(graph)
+    owners = {allocation.node: allocation for allocation in found}
+    assert unknown == []
+    assert not any(graph.nodes[node].get(g.ALIAS) for node in owners)  # views and eval dropout write nothing
+    position = {node: index for index, node in enumerate(g.ops_in_order(graph))}
+    layer = "encoder.layer.0"
+    # The dense output is read through its dropout (an alias) by the residual add: it lives until then.
+    dense = owners[f"{layer}.output.dense:linear"]
+    assert f"{layer}.output.dropout:dropout" not in owners
+    assert dense.end == position[f"{layer}.output:add"]
+    # Attention's output is read through reshape and transpose (views) by the contiguous copy.
+    attention = owners[f"{layer}.attention.self:scaled_dot_product_attention"]
+    assert attention.end == position[f"{layer}.attention.self:contiguous"]
+    # A model output lives to the end.
+    assert owners["pooler.activation:tanh"].end == len(position)
