@@ -6,6 +6,7 @@ again. In Jupyter it displays as the interactive page (its SVG diagram where HTM
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,25 @@ class Architecture:
         """The folded module tree with output shapes, parameters and shares."""
         return stats.summary(self.graph, depth=depth, fold=fold)
 
+    def cost(
+        self,
+        seq_len: int | Sequence[int] | None = None,
+        batch: int | None = None,
+        *,
+        depth: int | None = None,
+        fold: bool = True,
+        dtype: str | None = None,
+    ) -> dict[str, Any]:
+        """FLOPs, activation bytes and memory with their formulas (the ``cost --format json`` object).
+
+        Evaluated at each sequence length of ``seq_len`` (default: the example's) and ``batch``.
+        """
+        from bertgraph.graph import cost
+
+        lengths = [seq_len] if seq_len is None or isinstance(seq_len, int) else list(seq_len)
+        sizes = [cost.sizes_for(self.graph, seq=length, batch=batch) for length in lengths]
+        return cost.cost_report(self.graph, sizes, depth=depth, fold=fold, dtype=dtype)
+
     def diff(self, other: Architecture) -> dict[str, Any]:
         """What turns this model into ``other`` (modules added, removed, changed)."""
         return stats.diff(self.graph, other.graph)
@@ -73,12 +93,21 @@ class Architecture:
         fold: bool = True,
         theme: str = "light",
         compare: Architecture | None = None,
+        annotate: str | None = None,
     ) -> str:
-        """Graphviz DOT source of the diagram (``compare`` draws a second variant beside it)."""
+        """Graphviz DOT source of the diagram (``compare`` draws a second variant beside it).
+
+        ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node, coloured by share.
+        """
         from bertgraph.render import dot
 
         return dot.generate_dot(
-            self.graph, depth=depth, fold=fold, theme=theme, compare=compare.graph if compare else None
+            self.graph,
+            depth=depth,
+            fold=fold,
+            theme=theme,
+            compare=compare.graph if compare else None,
+            annotate=annotate,
         )
 
     def to_mermaid(
@@ -88,12 +117,18 @@ class Architecture:
         fold: bool = True,
         theme: str = "light",
         compare: Architecture | None = None,
+        annotate: str | None = None,
     ) -> str:
         """Mermaid flowchart source; folds or goes shallower to stay within Mermaid's limits."""
         from bertgraph.render import mermaid
 
         return mermaid.generate_mermaid(
-            self.graph, depth=depth, fold=fold, theme=theme, compare=compare.graph if compare else None
+            self.graph,
+            depth=depth,
+            fold=fold,
+            theme=theme,
+            compare=compare.graph if compare else None,
+            annotate=annotate,
         ).text
 
     def to_svg(self, depth: int = DEFAULT_DEPTH, **options: Any) -> str:

@@ -48,6 +48,16 @@ def test_bert_base_numbers_of_the_issue(traced: Callable[..., Architecture]) -> 
     assert cost.unsupported(traced("bert-base-uncased").graph) == {}
 
 
+def test_where_attention_overtakes_the_linear_layers(traced: Callable[..., Architecture]) -> None:
+    totals = cost.model_totals(traced("bert-base-uncased").graph)
+    linear, attention = totals[cost.LINEAR_FLOPS], totals[cost.ATTENTION_FLOPS]
+    at = cost.crossover(linear, attention, {"batch": 1}, "seq")
+    assert at == 4609  # 36,864·s² ≥ 169,869,312·s + 1,179,648 from s = 4,609 on
+    assert attention.evaluate({"batch": 1, "seq": at}) >= linear.evaluate({"batch": 1, "seq": at})
+    assert attention.evaluate({"batch": 1, "seq": at - 1}) < linear.evaluate({"batch": 1, "seq": at - 1})
+    assert cost.crossover(linear, Poly(), {"batch": 1}, "seq") is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 def test_bert_base_equals_a_real_cpu_forward_pass(traced: Callable[..., Architecture], attention: str) -> None:

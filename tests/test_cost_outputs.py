@@ -262,3 +262,11 @@ def test_onnx_graphs_get_the_same_costs_where_shapes_are_known(
     assert main(["cost", str(path), "--seq-len", "64"]) == 0
     out = capsys.readouterr().out
     assert "batch=1, sequence=64" in out and "ops without a cost, not in the sums: onnx::Add (shape unknown)" in out
+
+
+def test_python_api_gives_the_cost_object(traced: Callable[..., Architecture]) -> None:
+    arch = traced("bert-base-uncased")
+    report = arch.cost(seq_len=[128, 512])
+    assert report["total"]["matmul_flops"]["values"] == [22_348_431_360, 96_637_943_808]
+    assert arch.cost()["sizes"] == [{"batch": 1, "seq": 128}]
+    assert "share of FLOPs" in arch.to_dot(2, annotate="flops") and "h_6" in arch.to_mermaid(2, annotate="flops")

@@ -56,6 +56,7 @@ def test_peak_of_bert_base_matches_a_cpu_run(
             f"exported program {exported:,}; HF module {module:,}"
         )
     assert abs(peak.bytes - exported) <= TOLERANCE * exported
+    assert peak.bytes == exported  # in fact to the byte, as the README says
     assert module >= exported
 
 

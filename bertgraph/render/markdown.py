@@ -149,8 +149,7 @@ def generate_cost_body(report: dict[str, Any]) -> Iterable[str]:
         [md(h) for h in headers], ([md(c) for c in r] for r in rows), [False] + [True] * (len(headers) - 1)
     )
     yield ""
-    peaks = ", ".join(report["memory"]["peak_at"])
-    for line in (f"peak right after {peaks}", text.training_sentence(report), text.unsupported_sentence(report)):
+    for line in (text.peak_sentence(report), text.training_sentence(report), text.unsupported_sentence(report)):
         yield md(line[0].upper() + line[1:]) + "."
     yield ""
     headers, rows, right = text.cost_tree(report)

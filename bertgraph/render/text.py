@@ -187,6 +187,15 @@ def cost_memory(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["inference memory", *labels], rows
 
 
+def peak_sentence(report: dict[str, Any]) -> str:
+    """Where the activation peak is reached: one op, or one per size when it moves."""
+    at = report["memory"]["peak_at"]
+    if len(set(at)) == 1:
+        return f"activations peak right after {at[0]}"
+    labels = [", ".join(f"{k}={v}" for k, v in s.items()) for s in report["sizes"]]
+    return "activations peak right after " + "; ".join(f"{node} ({label})" for node, label in zip(at, labels))
+
+
 def training_sentence(report: dict[str, Any]) -> str:
     training = report["training"]
     parts = " + ".join(f"{row['what']} {figures.size(row['bytes'])}" for row in training["rows"])
@@ -241,8 +250,7 @@ def generate_cost(report: dict[str, Any]) -> Iterable[str]:
     yield ""
     headers, rows = cost_memory(report)
     yield from table(headers, rows, [False] + [True] * (len(headers) - 1))
-    peaks = ", ".join(report["memory"]["peak_at"])
-    yield f"peak right after: {peaks}"
+    yield peak_sentence(report)
     yield training_sentence(report)
     yield unsupported_sentence(report)
     yield ""
