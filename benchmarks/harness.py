@@ -134,6 +134,9 @@ class Suite:
     ``order`` places it in RESULTS.md; ``commands`` gives what to measure (or ``run``
     measures it itself); ``targets`` reads the stored figures; ``notes`` are printed under
     the table; ``figure`` draws a picture from the stored figures (the sweep's plot).
+    ``facts`` reads what the processes printed besides times (FLOP counts) into the record,
+    ``facts_markdown`` shows them in RESULTS.md and ``readme`` in the README, between
+    ``<!-- benchmarks:NAME -->`` and ``<!-- /benchmarks:NAME -->``.
     """
 
     name: str
@@ -144,6 +147,9 @@ class Suite:
     targets: Callable[[dict[str, Stored]], list[Target]] = field(default=lambda stored: [])
     notes: Sequence[str] = ()
     figure: Callable[[dict[str, Stored], Path], str] | None = None
+    facts: Callable[[dict[str, Series]], dict[str, Any]] | None = None
+    facts_markdown: Callable[[dict[str, Any]], list[str]] | None = None
+    readme: Callable[[dict[str, Any]], list[str]] | None = None
 
     def measure(self, ctx: Context) -> dict[str, Series]:
         if self.run is not None:

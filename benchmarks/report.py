@@ -87,6 +87,8 @@ def results_markdown(suites: dict[str, Suite], results: dict[str, Any]) -> str:
         lines += table(stored(record))
         if suite.figure is not None and record.get("figure"):
             lines += ["", f"![{suite.title}]({record['figure']})"]
+        if suite.facts_markdown is not None and record.get("facts"):
+            lines += ["", *suite.facts_markdown(record["facts"])]
         for note in suite.notes:
             lines += ["", note]
     unknown = sorted(set(results) - set(suites))
@@ -164,3 +166,15 @@ def with_readme_block(readme: str, results: dict[str, Any]) -> str:
     if not pattern.search(readme):
         raise ValueError(f"README.md has no {README_START} … {README_END} block")
     return pattern.sub(lambda _: readme_block(results), readme)
+
+
+def with_suite_blocks(readme: str, suites: dict[str, Suite], results: dict[str, Any]) -> str:
+    """``readme`` with each ``<!-- benchmarks:NAME -->`` block made from that suite's stored facts."""
+    for name, suite in suites.items():
+        start, end = f"<!-- benchmarks:{name} -->", f"<!-- /benchmarks:{name} -->"
+        if suite.readme is None or not results.get(name, {}).get("facts") or start not in readme:
+            continue
+        block = "\n".join([start, *suite.readme(results[name]["facts"]), end])
+        pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+        readme = pattern.sub(lambda _, text=block: text, readme)
+    return readme

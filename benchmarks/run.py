@@ -103,7 +103,8 @@ def write_reports(suites: dict[str, Suite], results: dict[str, Any], folder: Pat
     (folder / "results.json").write_text(report.dump(results), encoding="utf-8")
     (folder / "RESULTS.md").write_text(report.results_markdown(suites, results), encoding="utf-8")
     if readme is not None:
-        readme.write_text(report.with_readme_block(readme.read_text(encoding="utf-8"), results), encoding="utf-8")
+        text = report.with_readme_block(readme.read_text(encoding="utf-8"), results)
+        readme.write_text(report.with_suite_blocks(text, suites, results), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ctx = Context(Path(folder), args.runs, args.warmup, args.smoke)
         for name in chosen:
             print(f"[bench] {name} …", file=sys.stderr, flush=True)
-            results[name] = record(ctx, suites[name].measure(ctx))
+            series = suites[name].measure(ctx)
+            results[name] = record(ctx, series)
+            if suites[name].facts is not None:
+                results[name]["facts"] = suites[name].facts(series)
             for line in report.table(report.stored(results[name])):
                 print(line, file=sys.stderr)
     write_reports(suites, results, args.output, README if args.output == HERE else None)
@@ -152,7 +156,7 @@ def check(suites: dict[str, Suite], folder: Path) -> int:
     if (folder / "RESULTS.md").read_text(encoding="utf-8") != report.results_markdown(suites, results):
         stale.append(str(folder / "RESULTS.md"))
     text = README.read_text(encoding="utf-8")
-    if report.with_readme_block(text, results) != text:
+    if report.with_suite_blocks(report.with_readme_block(text, results), suites, results) != text:
         stale.append(str(README))
     for path in stale:
         print(f"{path} does not match results.json: run benchmarks/run.py --report", file=sys.stderr)

@@ -112,6 +112,18 @@ def test_cost_prints_the_exact_counts_and_the_formula(capsys: pytest.CaptureFixt
     assert "(0-11): 12 × BertLayer" in out
 
 
+def test_the_readme_shows_what_the_cost_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    command = "$ bertgraph cost bert-base-uncased --seq-len 128 512"
+    excerpt = readme.split(command, 1)[1].split("```", 1)[0].strip("\n").splitlines()
+    assert main(command.split()[2:]) == 0
+    out = capsys.readouterr().out
+    shown = [line for line in excerpt if line != "..."]
+    assert len(shown) >= 8
+    for line in shown:
+        assert line.removesuffix("…").rstrip() in out, line
+
+
 def test_cost_as_json_and_markdown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "cost.json"
     assert main(["cost", "bert-tiny", "--seq-len", "64", "--batch", "3", "--format", "json", "-o", str(target)]) == 0
