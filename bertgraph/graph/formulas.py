@@ -238,7 +238,8 @@ _ATEN_FREE = _names(
     "contiguous clone to _to_copy type_as cat concat stack repeat repeat_interleave tile roll flip pad "
     "constant_pad_nd copy_ lift_fresh_copy tril triu "
     # indexing and lookup
-    "index index_select gather scatter embedding masked_select take "
+    "index index_select gather scatter embedding masked_select take nonzero unique unique_consecutive "
+    "_unique2 bincount searchsorted bucketize "
     # selection, comparison, logic
     "where masked_fill masked_fill_ eq ne lt le gt ge logical_and logical_or logical_not logical_xor __and__ "
     "__or__ __xor__ __invert__ bitwise_and bitwise_or bitwise_not bitwise_xor isnan isinf any all argmax "
