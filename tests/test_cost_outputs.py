@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def test_the_readme_shows_what_the_cost_command_prints(capsys: pytest.CaptureFix
     assert main(command.split()[2:]) == 0
     out = capsys.readouterr().out
     shown = [line for line in excerpt if line != "..."]
-    assert len(shown) >= 8
+    assert len(shown) == 7  # the header, four FLOP lines, the peak and the training line
     for line in shown:
         assert line.removesuffix("…").rstrip() in out, line
 
@@ -282,3 +283,20 @@ def test_python_api_gives_the_cost_object(traced: Callable[..., Architecture]) -
     assert report["total"]["matmul_flops"]["values"] == [22_348_431_360, 96_637_943_808]
     assert arch.cost()["sizes"] == [{"batch": 1, "seq": 128}]
     assert "share of FLOPs" in arch.to_dot(2, annotate="flops") and "h_6" in arch.to_mermaid(2, annotate="flops")
+
+
+def test_cost_from_the_graph_cache_imports_no_torch(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from bertgraph.cli import main\n"
+        "status = main(['cost', 'bert-tiny', '--seq-len', '64', '128', '--format', 'json'])\n"
+        "print('torch' in sys.modules, file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    env = {**os.environ, "BERTGRAPH_CACHE_DIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert first.stderr.strip().endswith("True")  # traced the first time
+    assert second.stderr.strip().endswith("False")  # the cached graph carries every cost
+    assert json.loads(second.stdout) == json.loads(first.stdout)
