@@ -147,6 +147,7 @@ def test_cost_as_json_and_markdown(capsys: pytest.CaptureFixture[str], tmp_path:
         (["cost", "bert-tiny", "--seq-len", "0"], "argument --seq-len: must be a positive integer, got 0", 2),
         (["cost", "bert-tiny", "--dtype", "float8"], "argument --dtype: invalid choice: 'float8'", 2),
         (["render", "bert-tiny", "--annotate", "time", "-o", "x.svg"], "argument --annotate: invalid choice", 2),
+        (["render", "bert-tiny", "--annotate", "flops", "-o", "x.html"], "not the interactive .html page", 1),
     ],
 )
 def test_bad_cost_input_is_one_line(

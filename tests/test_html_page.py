@@ -86,10 +86,13 @@ def test_details_carry_parameters_and_any_cost_figure(traced: Callable[..., Arch
     folded = node_details(arch.graph, shown, layer, "layer.0-1", "block")
     assert folded["repeat"] == 2
     assert sum(count for _, _, count in folded["tensors"]) * 2 == folded["params"]  # one instance listed
-    # Figures a later pass adds (FLOPs, memory) are shown generically; text and flags are not figures.
+    # The cost pass's polynomials are shown at the example size (Linear 128 → 2 at batch 1).
+    cost = node_details(arch.graph, shown, "classifier", "classifier", "head")["cost"]
+    assert cost == {"activation_bytes": 8, "matmul_flops": 512, "other_flops": 2, "param_bytes": 1032}
+    # Other figures a pass adds are shown generically; text and flags are not figures.
     shown.nodes["classifier"].update(flops=4718592, memory={"activations": 1024}, note="text", flag=True)
     cost = node_details(arch.graph, shown, "classifier", "classifier", "head")["cost"]
-    assert cost == {"flops": 4718592, "memory": {"activations": 1024}}
+    assert cost["flops"] == 4718592 and cost["memory"] == {"activations": 1024} and "note" not in cost
 
 
 @pytest.mark.dot

@@ -96,6 +96,22 @@ def _numbers(value: Any) -> bool:
     return isinstance(value, dict) and bool(value) and all(_numbers(v) for v in value.values())
 
 
+def _cost_figures(graph: nx.DiGraph, data: dict[str, Any]) -> dict[str, Any]:
+    """The numbers on a node besides the known ones; cost polynomials evaluated at the example size."""
+    from bertgraph.graph.cost import CostError, evaluate, sizes_for
+    from bertgraph.graph.poly import Poly, PolyError
+
+    found = {key: value for key, value in data.items() if key not in _KNOWN and _numbers(value)}
+    sizes = sizes_for(graph)
+    for key in g.POLY_ATTRS:
+        if isinstance(data.get(key), str):
+            try:
+                found[key] = evaluate(Poly.parse(data[key]), sizes)
+            except (CostError, PolyError):
+                continue
+    return dict(sorted(found.items()))
+
+
 def _tensors(graph: nx.DiGraph, data: dict[str, Any], repeat: int) -> list[list[Any]]:
     """``[name, shape, count]`` of the parameters a node owns; one instance when it stands for a fold."""
     rows = {row["name"]: row for row in g.parameter_rows(graph)}
@@ -132,7 +148,7 @@ def node_details(graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str,
         "repeat": repeat,
         "tensors": _tensors(graph, data, repeat),
         "shared": list(data.get(g.SHARED_PARAMS, [])),
-        "cost": {key: value for key, value in sorted(data.items()) if key not in _KNOWN and _numbers(value)},
+        "cost": _cost_figures(graph, data),
     }
     return {key: value for key, value in details.items() if value not in ("", [], {}, None)}
 
