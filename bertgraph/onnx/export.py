@@ -30,7 +30,6 @@ and the exporter's stack traces (absolute paths of this machine) are dropped.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -337,20 +336,21 @@ def _write_verified(
     with staging_folder(target) as staging:
         staged = staging / target.name
         data = staged.with_name(staged.name + ".data") if external else None
+        # What the checker reads: the file's graph and tensor descriptions, the weights left in place.
+        view = staged if external else staging / f"{target.stem}.check.onnx"
         with _timed(result.timings, "save"):
             say(f"writing {target.name}" + (f" and {target.name}.data" if external else ""))
-            _save(onnx_model, staged, external)
+            _save(onnx_model, staged, None if external else view)
         references = []
         if verify:
             with _timed(result.timings, "verify"):
                 references = reference_outputs(holder[0], spec, progress=say)
-        holder.clear()
+        holder.clear()  # the last references to the weights: freed now (mapped checkpoint pages too)
         release_weights(onnx_model)
-        gc.collect()
         if verify:
             with _timed(result.timings, "check"):
                 say("checking with onnx.checker (full_check)")
-                check_file(staged)
+                check_file(view)
                 result.checked = True
             with _timed(result.timings, "verify"):
                 result.parity = verify_parity(staged, references, tolerance=result.tolerance, progress=say)
@@ -708,12 +708,13 @@ def _weight_bytes(model: ir.Model) -> int:
     return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
 
 
-def _save(model: ir.Model, path: Path, external: bool) -> None:
+def _save(model: ir.Model, path: Path, view: Path | None) -> None:
+    """Self-contained, with a view for the checker; or (``view`` None) with the weights in ``PATH.data``."""
     try:
-        if external:
+        if view is None:
             write_onnx_external(model, path, f"{path.name}.data")
         else:
-            write_onnx(model, path)
+            write_onnx(model, path, view=view)
     except (OSError, ValueError) as error:
         raise OnnxError(f"cannot write {path.name}: {first_line(error)}") from error
 

@@ -11,6 +11,7 @@ that precede and follow it. The file is byte for byte what ``onnx_ir.save`` writ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,8 +22,14 @@ if TYPE_CHECKING:
     import onnx_ir as ir
 
 
-def write_onnx(model: ir.Model, path: Path) -> None:
+def write_onnx(model: ir.Model, path: Path, view: Path | None = None) -> None:
     """Write ``model`` as one self-contained ``.onnx`` file, streaming each initializer's data.
+
+    Parameters:
+        view: also write here (in the same folder) the same model with every streamed
+            initializer stored as external data *inside* ``path``: its exact bytes, by
+            offset. ``onnx.checker`` then checks the graph and every tensor's type, shape
+            and extent without loading the weights (twice: file and message) into memory.
 
     Raises:
         OSError: the file cannot be written.
@@ -41,7 +48,7 @@ def write_onnx(model: ir.Model, path: Path) -> None:
     proto.graph.ClearField("initializer")
     model_low, model_high = _split(proto, graph_field)
     graph_low, graph_high = _split(proto.graph, initializer_field)
-    pieces = []  # (bytes before the data, data tensor or None, bytes after)
+    pieces = []  # (bytes before the data, data tensor or None, its size, bytes after)
     for tensor_proto in tensors:
         source = streamed.get(tensor_proto.name) if tensor_proto.HasField("raw_data") else None
         if source is None:
@@ -49,23 +56,60 @@ def write_onnx(model: ir.Model, path: Path) -> None:
             pieces.append((_key(initializer_field) + _varint(len(body)) + body, None, 0, b""))
             continue
         size = int(source.nbytes)
+        if size != math.ceil(math.prod(source.shape.numpy()) * source.dtype.itemsize):
+            raise ValueError(f"tensor {tensor_proto.name} holds {size} bytes, not what its shape and type need")
         low, high = _split(tensor_proto, data_field)
         length = len(low) + len(_key(data_field)) + len(_varint(size)) + size + len(high)
         head = _key(initializer_field) + _varint(length) + low + _key(data_field) + _varint(size)
         pieces.append((head, source, size, high))
     graph_length = len(graph_low) + len(graph_high) + sum(len(a) + n + len(b) for a, _, n, b in pieces)
 
+    extents: dict[str, tuple[int, int]] = {}  # name → (offset, length) of its data in the file
     with open(path, "wb") as stream:
         stream.write(model_low)
         stream.write(_key(graph_field) + _varint(graph_length))
         stream.write(graph_low)
-        for head, source, size, tail in pieces:
+        for (head, source, size, tail), tensor_proto in zip(pieces, tensors):
             stream.write(head)
             if source is not None:
+                extents[tensor_proto.name] = (stream.tell(), size)
                 _write_data(stream, source, size)
             stream.write(tail)
         stream.write(graph_high)
         stream.write(model_high)
+    if view is not None:
+        _write_view(proto, tensors, extents, streamed, path, view)
+
+
+# Smaller tensors stay in the view: shape inference reads constants (axes, shapes, slice bounds).
+VIEW_INLINE_BYTES = 4096
+
+
+def _write_view(
+    proto: onnx.ModelProto,
+    tensors: list[onnx.TensorProto],
+    extents: dict[str, tuple[int, int]],
+    streamed: dict[str, Any],
+    path: Path,
+    view: Path,
+) -> None:
+    """The model with its streamed initializers as external data inside ``path``."""
+    import onnx
+
+    for tensor_proto in tensors:
+        if tensor_proto.name not in extents:
+            continue
+        offset, length = extents[tensor_proto.name]
+        if length <= VIEW_INLINE_BYTES:
+            tensor_proto.raw_data = streamed[tensor_proto.name].tobytes()
+        else:
+            tensor_proto.ClearField("raw_data")
+            tensor_proto.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", path.name), ("offset", str(offset)), ("length", str(length))):
+                entry = tensor_proto.external_data.add()
+                entry.key, entry.value = key, value
+    proto.graph.initializer.extend(tensors)
+    view.write_bytes(proto.SerializeToString())
 
 
 def write_onnx_external(model: ir.Model, path: Path, data_name: str) -> None:
