@@ -18,6 +18,7 @@ from types import FrameType
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 _received: list[int] = []
+_armed: list[bool] = []
 
 
 class Interrupted(KeyboardInterrupt):
@@ -30,10 +31,16 @@ class Interrupted(KeyboardInterrupt):
 
 def install() -> None:
     """Raise :class:`Interrupted` on the first of :data:`SIGNALS`; ignore repeats while cleaning up."""
+    _armed[:] = [True]
     for name in SIGNALS:
         number = getattr(signal, name, None)
         if number is not None:
             signal.signal(number, _handle)
+
+
+def disarm() -> None:
+    """From now on a signal is ignored: the run has finished its work."""
+    _armed.clear()
 
 
 def received() -> int | None:
@@ -49,7 +56,7 @@ def reraise_if_interrupted(error: BaseException) -> None:
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:
-    if _received:
-        return  # already stopping: let the cleanup finish
+    if _received or not _armed:
+        return  # already stopping (let the cleanup finish), or done
     _received.append(signum)
     raise Interrupted(signum)

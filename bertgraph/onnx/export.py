@@ -61,7 +61,14 @@ from bertgraph.onnx.verify import (
     tolerance_for,
     verify_parity,
 )
-from bertgraph.onnx.weights import apply_weights, checkpoint_dtype, export_dtype, load_weights, release_weights
+from bertgraph.onnx.weights import (
+    apply_weights,
+    check_readable,
+    checkpoint_dtype,
+    export_dtype,
+    load_weights,
+    release_weights,
+)
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -239,6 +246,7 @@ def export_onnx_spec(
     packages.require(packages.EXPORT, "ONNX export")
     target = check_writable(output)
     _check_opset(opset)
+    check_readable(spec)
     timings: dict[str, float] = {}
     dtype = export_dtype(spec)
     with _timed(timings, "build"):
@@ -279,8 +287,7 @@ def export_onnx_spec(
 
 def _meta_model(spec: ModelSpec, dtype: str) -> torch.nn.Module:
     """The spec's model with fake CPU tensors (meta storage), in the dtype the file computes in."""
-    model = build_model(spec, weights=False, fake=True)
-    return model.to(getattr(torch, dtype)) if dtype != "float32" else model
+    return build_model(spec, weights=False, fake=True, dtype=dtype)
 
 
 def _convert(

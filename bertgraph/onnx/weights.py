@@ -55,6 +55,26 @@ def export_dtype(spec: ModelSpec) -> str:
     return WIDENED.get(dtype, dtype)
 
 
+def check_readable(spec: ModelSpec) -> None:
+    """Open the checkpoint's safetensors files (header and extent only), before the long export.
+
+    Raises:
+        CheckpointError: a file is truncated, has tensors at bad offsets or is not safetensors.
+    """
+    from safetensors import safe_open
+
+    if spec.weights is None:
+        return
+    for path in _safetensors_files(spec.weights):
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except Exception as error:  # the reader's own error type; said in one line
+            raise CheckpointError(
+                f"cannot load weights from {path}: {first_line(error)}; is the checkpoint complete?"
+            ) from error
+
+
 def load_weights(spec: ModelSpec) -> torch.nn.Module:
     """The model with the weights bertgraph exports, bfloat16 widened to float32.
 
@@ -128,15 +148,25 @@ def release_weights(onnx_model: ir.Model) -> None:
         value.const_value = None
 
 
+def _safetensors_files(path: Path) -> list[Path]:
+    """A safetensors file, or the shards an index names."""
+    if not path.name.endswith(".index.json"):
+        return [path]
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+        shards = sorted(set(index.get("weight_map", {}).values()))
+    except (OSError, ValueError, AttributeError) as error:
+        raise CheckpointError(f"{path} is not a readable safetensors index ({first_line(error)})") from error
+    return [path.parent / str(shard) for shard in shards]
+
+
 def _stored_dtypes(path: Path) -> list[str]:
     """Tensor dtypes of a safetensors file (or an index's first shard), read from its header."""
     from safetensors import safe_open
 
     try:
-        if path.name.endswith(".index.json"):
-            shards = sorted(set(json.loads(path.read_text(encoding="utf-8")).get("weight_map", {}).values()))
-            return _stored_dtypes(path.parent / shards[0]) if shards else []
-        with safe_open(str(path), framework="pt") as handle:
+        first = _safetensors_files(path)[0]
+        with safe_open(str(first), framework="pt") as handle:
             return [handle.get_slice(key).get_dtype() for key in handle.keys()]  # noqa: SIM118 (not a dict)
     except Exception:
-        return []  # loading the weights reports what is wrong with the file
+        return []  # check_readable and the loader report what is wrong with the file
