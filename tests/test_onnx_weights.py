@@ -128,7 +128,7 @@ def _tensors() -> list[Any]:
 
 
 def test_streamed_file_is_what_onnx_ir_writes(tmp_path: Path) -> None:
-    graph = ir.Graph(inputs=[], outputs=[], nodes=[], name="g")
+    graph = ir.Graph(inputs=[], outputs=[], nodes=[], name="g", opset_imports={"": 18})
     for tensor in _tensors():
         value = ir.Value(name=tensor.name, shape=tensor.shape, type=ir.TensorType(tensor.dtype), const_value=tensor)
         graph.register_initializer(value)
