@@ -77,6 +77,7 @@ def test_base_install_exports_and_verifies_onnx(tmp_path: Path) -> None:
         [str(python), "-c", "import bertgraph, onnx, onnx_ir, onnxscript, onnxruntime; print(bertgraph.__file__)"],
         capture_output=True,
         text=True,
+        cwd=tmp_path,  # not this source tree
     )
     assert where.returncode == 0 and where.stdout.startswith(str(env_dir)), where.stdout + where.stderr
     assert sys.prefix != str(env_dir)

@@ -301,14 +301,22 @@ def _convert(
     """Export, then (torch.export only) optimise with every parameter kept under its name.
 
     Returns the ONNX model, the exporter's description, and the real model when the
-    TorchScript exporter needed it (its initializers hold the real weights already).
+    export needed it (its initializers hold the real weights already): the TorchScript
+    exporter traces real tensors, and converting below opset 18 serialises the weights.
     """
     model = None
     with _timed(timings, "export"):
-        onnx_model, exporter_used = _export(ExportableModel(meta, OUTPUT_NAMES[spec.head]), spec, opset, exporter, say)
-        if onnx_model is None:  # TorchScript traces real tensors
+        source = meta
+        if opset is not None and opset < MIN_OPSET and exporter != "torchscript":
             with _no_progress_bars():
-                model = load_weights(spec)
+                model = source = load_weights(spec)
+        onnx_model, exporter_used = _export(
+            ExportableModel(source, OUTPUT_NAMES[spec.head]), spec, opset, exporter, say
+        )
+        if onnx_model is None:
+            if model is None:
+                with _no_progress_bars():
+                    model = load_weights(spec)
             onnx_model = _export_torchscript(ExportableModel(model, OUTPUT_NAMES[spec.head]), spec, opset, say)
     if opset is not None and _opset_of(onnx_model) != opset:
         raise OnnxError(
