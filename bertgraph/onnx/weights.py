@@ -91,9 +91,11 @@ def load_weights(spec: ModelSpec) -> torch.nn.Module:
         from bertgraph import interrupts
 
         interrupts.reraise_if_interrupted(error)
-        where = spec.weights_file() or spec.name
+        checkpoint = spec.weights_file()
+        if checkpoint is None:
+            raise OnnxError(f"cannot build {spec.name} with random weights: {first_line(error)}") from error
         raise CheckpointError(
-            f"cannot load weights from {where}: {first_line(error)}; is the checkpoint complete?"
+            f"cannot load weights from {checkpoint}: {first_line(error)}; is the checkpoint complete?"
         ) from error
     dtype = model_dtype(model)
     if dtype in WIDENED:
