@@ -136,7 +136,7 @@ def readme_table(results: dict[str, Any]) -> str:
         o = stored(results["onnx-memory"])
         ours, bare = o["bertgraph onnx CHECKPOINT (verified)"], o["bare torch.onnx.export + save of CHECKPOINT"]
         rows.append(
-            f"| ONNX export of a checkpoint (439 MB), verified | `onnx`: {_fig(ours)} "
+            f"| ONNX export of a saved checkpoint, verified | `onnx`: {_fig(ours)} "
             f"| bare `torch.onnx.export` + save, unverified: {_fig(bare)} | — |"
         )
     if "huge" in results:
