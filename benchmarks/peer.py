@@ -16,7 +16,15 @@ import time
 from typing import Any
 
 HEADS = {"base": "BertModel", "sequence-classification": "BertForSequenceClassification"}
-TASKS = ("torchview-real", "torchview-meta", "torchinfo-meta", "export-span", "trace-span", "onnx-bare")
+TASKS = (
+    "torchview-real",
+    "torchview-meta",
+    "torchinfo-meta",
+    "export-span",
+    "trace-span",
+    "onnx-bare",
+    "save-checkpoint",
+)
 
 
 def build(args: argparse.Namespace, device: str) -> Any:
@@ -101,9 +109,14 @@ def trace_span(args: argparse.Namespace) -> float:
 
 
 def onnx_bare(args: argparse.Namespace) -> None:
+    """torch.onnx.export + save, as its users run it; of ``--checkpoint`` when given (from_pretrained)."""
     import torch
+    import transformers
 
-    model = build(args, "cpu")
+    if args.checkpoint:
+        model = getattr(transformers, HEADS[args.head]).from_pretrained(args.checkpoint).eval()
+    else:
+        model = build(args, "cpu")
     data = inputs("cpu", with_mask=True, batch=2)
     batch = torch.export.Dim("batch", min=1, max=4096)
     sequence = torch.export.Dim("sequence", min=1, max=model.config.max_position_embeddings)
@@ -118,6 +131,11 @@ def onnx_bare(args: argparse.Namespace) -> None:
     program.save(args.out)
 
 
+def save_checkpoint(args: argparse.Namespace) -> None:
+    """A checkpoint with real (seeded random) weights, as ``save_pretrained`` writes it, into ``--out``."""
+    build(args, "cpu").save_pretrained(args.out, safe_serialization=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("task", choices=TASKS)
@@ -127,6 +145,7 @@ def main() -> None:
     parser.add_argument("--intermediate", type=int, default=3072)
     parser.add_argument("--head", choices=list(HEADS), default="sequence-classification")
     parser.add_argument("--out", default="peer-output")
+    parser.add_argument("--checkpoint", help="onnx-bare: export this save_pretrained folder")
     args = parser.parse_args()
     if args.task == "torchview-real":
         torchview_svg(args, "cpu")
@@ -140,6 +159,8 @@ def main() -> None:
         print(f"{trace_span(args):.4f}")
     elif args.task == "onnx-bare":
         onnx_bare(args)
+    elif args.task == "save-checkpoint":
+        save_checkpoint(args)
 
 
 if __name__ == "__main__":

@@ -134,6 +134,13 @@ def readme_table(results: dict[str, Any]) -> str:
             f"| trace + annotated graph | {_fig(ours)}{_span(ours)} "
             f"| bare `torch.export` of the same model: {_fig(bare)}{_span(bare)} | — |"
         )
+    if "onnx-memory" in results:
+        o = stored(results["onnx-memory"])
+        ours, bare = o["bertgraph onnx CHECKPOINT (verified)"], o["bare torch.onnx.export + save of CHECKPOINT"]
+        rows.append(
+            f"| ONNX export of a saved checkpoint, verified | `onnx`: {_fig(ours)} "
+            f"| bare `torch.onnx.export` + save, unverified: {_fig(bare)} | — |"
+        )
     if "huge" in results:
         h = stored(results["huge"])
         rows.append(

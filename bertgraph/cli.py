@@ -463,12 +463,27 @@ def _warn(message: str) -> None:
 def run() -> None:
     """The ``bertgraph`` executable: :func:`main`, then a quick exit.
 
+    SIGINT, SIGTERM, SIGHUP and SIGQUIT all stop a command the same way: an exception in
+    the main thread, so that every temporary file and staging folder is removed, one line
+    on stderr ("interrupted") and exit status 128 + the signal's number (130 for Ctrl-C).
+
     Once torch and transformers are loaded, an orderly interpreter shutdown takes about
     a second (tearing down their modules), longer than many commands themselves. Every
     file bertgraph writes is complete and closed by then, so the process flushes its
     streams and leaves without that teardown.
     """
-    status = main()
+    from bertgraph import interrupts
+
+    interrupts.install()
+    try:
+        status = main()
+    except KeyboardInterrupt:  # a signal before main() could catch it
+        print("bertgraph: interrupted", file=sys.stderr)
+        status = 130
+    interrupts.disarm()  # the work is done: a late signal changes nothing
+    signum = interrupts.received()
+    if signum is not None:
+        status = 128 + signum
     if "torch" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()

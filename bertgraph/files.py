@@ -12,14 +12,27 @@ The rules for an output path (``-o``, and every file ``gallery`` writes):
   cannot hold new files (``/proc``);
 * the same checks run again just before the write; a failed write (a full disk) leaves
   the old file as it was and no temporary file behind.
+
+Work in progress lives beside its target under a name that says whose it is —
+``.NAME.PID.XXXXXXXX.tmp``, a file (:func:`write_atomic`) or a folder
+(:func:`staging_folder`) — and stays locked (``flock``) while its process lives. A run
+stopped by a signal removes it on the way out; one killed outright (SIGKILL, power loss)
+leaves it, and the next write to the same target removes it, once its process is gone
+and its lock is free. Nothing else is ever removed: not another process's work in
+progress, not a file of the user's.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
+import re
+import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import NamedTuple
 
@@ -134,7 +147,7 @@ def _probe_folder(requested: Path, folder: Path) -> None:
     """Create and remove a temporary file in ``folder``: the one test of writability that never lies
     (``os.access`` says yes to root on read-only mounts and in ``/proc``)."""
     try:
-        handle, probe = tempfile.mkstemp(dir=folder, prefix=f".{requested.name}.", suffix=".tmp")
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=_prefix(requested), suffix=".tmp")
     except OSError as error:
         raise BertgraphError(
             f"cannot write {requested}: folder {folder} cannot hold new files ({_reason(error)})"
@@ -158,7 +171,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     temporary = ""
     try:
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        handle, temporary = _temporary_file(target)
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
@@ -190,3 +203,110 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# What follows ".NAME." in the name of a temporary file or folder: owner pid, mkstemp's 8 characters.
+_TEMPORARY = re.compile(r"(?P<pid>[1-9][0-9]*)\.[a-z0-9_]{8}\.tmp")
+
+
+@contextmanager
+def staging_folder(target: Path) -> Iterator[Path]:
+    """A private folder beside ``target`` for files moved into place only once complete.
+
+    Removed on the way out, whatever happens (an interrupting signal included); a
+    folder left by an earlier run that was killed outright is removed first.
+    """
+    remove_stale(target)
+    folder = Path(tempfile.mkdtemp(dir=_folder(target), prefix=_prefix(target), suffix=".tmp"))
+    lock = -1
+    try:
+        lock = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        _lock(lock)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if lock >= 0:
+            os.close(lock)
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove what killed runs left beside ``target``: temporary files and folders of dead processes.
+
+    An entry is removed only when its name is one bertgraph gives (``.NAME.PID.XXXXXXXX.tmp``,
+    not a symlink), no process with that id is alive, and nobody holds its lock.
+    Returns what was removed.
+    """
+    prefix = f".{target.name}."
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(_folder(target)))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        match = _TEMPORARY.fullmatch(entry.name[len(prefix) :])
+        if match is None or entry.is_symlink() or _alive(int(match["pid"])):
+            continue
+        if _remove_unlocked(Path(entry.path), entry.is_dir(follow_symlinks=False)):
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _temporary_file(target: Path) -> tuple[int, str]:
+    """A new, locked temporary file beside ``target`` (after removing stale ones)."""
+    remove_stale(target)
+    handle, temporary = tempfile.mkstemp(dir=_folder(target), prefix=_prefix(target), suffix=".tmp")
+    _lock(handle)
+    return handle, temporary
+
+
+def _lock(handle: int) -> None:
+    """Hold ``flock`` on a new temporary entry; where the file system has no locks, the pid still protects it."""
+    with suppress(OSError):
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _prefix(target: Path) -> str:
+    return f".{target.name}.{os.getpid()}."
+
+
+def _folder(target: Path) -> Path:
+    return target.parent if str(target.parent) else Path(".")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
+
+
+def _remove_unlocked(path: Path, is_dir: bool) -> bool:
+    """Remove ``path`` if its lock can be taken (its owner is gone); hold the lock while removing."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if is_dir else 0)
+    try:
+        handle = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return False
+            raise
+        if is_dir:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(handle)

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     import torch
 
 
-def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> torch.nn.Module:
+def build_model(
+    spec: ModelSpec, *, weights: bool = False, seed: int = 0, fake: bool = False, dtype: str = "float32"
+) -> torch.nn.Module:
     """Instantiate the spec's model in eval mode.
 
     Parameters:
@@ -25,6 +27,10 @@ def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> tor
             model gets seeded random weights on the CPU. ``False`` builds on the meta
             device: no memory for weights, so any size works.
         seed: the seed for random initialisation (heads a checkpoint lacks, or no checkpoint).
+        fake: (without ``weights``) build with fake CPU tensors instead of meta ones: no
+            memory either, but exporters treat the model exactly as a CPU model (a
+            meta-device model takes other paths in the ONNX exporter).
+        dtype: (with ``fake``) the floating dtype of the parameters, as a name (``float16``).
 
     Raises:
         CheckpointError: a pickled checkpoint without ``allow_pickle``, or tensors that do
@@ -61,11 +67,25 @@ def build_model(spec: ModelSpec, *, weights: bool = False, seed: int = 0) -> tor
         expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
         check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, model_class.base_model_prefix)
     if not weights:
-        return meta_model.eval()
+        return _fake_model(model_class, config, getattr(torch, dtype)) if fake else meta_model.eval()
     torch.manual_seed(seed)
     if checkpoint is None:
         return model_class(config).eval()
     return _load_pretrained(model_class, config, checkpoint)
+
+
+def _fake_model(model_class: Any, config: Any, dtype: Any) -> Any:
+    """Built in ``dtype`` as ``from_pretrained`` does (the default dtype), since fake parameters cannot be converted."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            return model_class(config).eval()
+    finally:
+        torch.set_default_dtype(default)
 
 
 def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:

@@ -2,21 +2,27 @@
 
 The steps, each timed and announced through ``progress``:
 
-1. build the model with real weights (the checkpoint's, or seeded random ones);
+1. build the model on the meta device (no memory for weights), in the dtype its
+   checkpoint loads in, and estimate the memory the export needs — refusing up front
+   when the machine does not have it;
 2. export it through torch.export with dynamic ``batch`` and ``sequence`` (and
-   ``choices``) dimensions, falling back to the TorchScript exporter only when
-   torch.export fails;
+   ``choices``) dimensions, falling back to the TorchScript exporter (which needs the
+   real weights) only when torch.export fails;
 3. optimise the graph with the values of the weights hidden from the optimiser, so
    that no folding or rewrite can depend on them (a fresh model's zero biases would
    otherwise be removed and its identical LayerNorm weights merged) and every
    parameter keeps its PyTorch name and shape;
-4. label it for Netron: nodes named after their module, model metadata (source,
+4. give the initializers the real weights (:mod:`~bertgraph.onnx.weights`): the
+   checkpoint's, memory-mapped, or seeded random ones — the values an export of the
+   real model holds;
+5. label it for Netron: nodes named after their module, model metadata (source,
    head, config, parameter totals, weights, versions), producer ``bertgraph``;
-5. write it to a temporary folder beside the target, check it with
-   ``onnx.checker`` (``full_check``) and compare onnxruntime with PyTorch at two
-   input sizes other than the export example;
-6. only then move it into place, so a failure never leaves a partial or unverified
-   file and never replaces a good one.
+6. write it tensor by tensor (:mod:`~bertgraph.onnx.save`) into a staging folder
+   beside the target; run PyTorch at two input sizes other than the export example
+   and free its weights; check the file with ``onnx.checker`` (``full_check``), then
+   run it in onnxruntime and compare, within a tolerance set by the dtype;
+7. only then move it into place, so a failure or an interrupting signal never leaves
+   a partial or unverified file and never replaces a good one.
 
 The same command gives a byte-identical file: names come from the traced graph,
 and the exporter's stack traces (absolute paths of this machine) are dropped.
@@ -27,7 +33,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import tempfile
 import time
 import warnings
@@ -39,11 +44,31 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from bertgraph import interrupts
 from bertgraph.errors import OnnxError, first_line
-from bertgraph.files import check_writable
+from bertgraph.files import check_writable, staging_folder
 from bertgraph.model import INPUT_NAMES, ModelSpec, build_model, example_inputs, resolve
+from bertgraph.onnx import memory, packages
 from bertgraph.onnx.read import CLASS_HIERARCHY_KEY, NAME_SCOPES_KEY, NAMESPACE_KEY, PRODUCER, module_of_node
-from bertgraph.onnx.verify import SEED, TOLERANCE, ParityCheck, check_file, dim_names, verify_parity
+from bertgraph.onnx.save import write_onnx, write_onnx_external
+from bertgraph.onnx.verify import (
+    SEED,
+    TOLERANCE,
+    ParityCheck,
+    check_file,
+    dim_names,
+    reference_outputs,
+    tolerance_for,
+    verify_parity,
+)
+from bertgraph.onnx.weights import (
+    apply_weights,
+    check_readable,
+    checkpoint_dtype,
+    export_dtype,
+    load_weights,
+    release_weights,
+)
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -91,6 +116,8 @@ class OnnxExportResult:
     inputs: dict[str, list[int | str]]
     outputs: dict[str, list[int | str]]
     parameters: int
+    dtype: str = "float32"
+    checkpoint_dtype: str = "float32"
     file_size: int = 0
     data_path: Path | None = None
     checked: bool = False
@@ -107,13 +134,19 @@ class OnnxExportResult:
         """The largest difference over every output and size (0.0 when not verified)."""
         return max((d for check in self.parity for d in check.max_abs_diff.values()), default=0.0)
 
+    def _dtype_text(self) -> str:
+        if self.checkpoint_dtype == self.dtype:
+            return self.dtype
+        widened = self.checkpoint_dtype
+        return f"{widened} stored as {self.dtype} (onnxruntime has no {widened} CPU kernels)"
+
     def report_lines(self) -> list[str]:
         """A short, aligned report for the terminal."""
         storage = f"weights in {self.data_path.name}" if self.data_path else "self-contained"
         lines = [
             f"model     {self.model} ({self.model_class}), head {self.head}, {self.parameters:,} parameters",
             f"exporter  {self.exporter}, opset {self.opset}",
-            f"weights   {self.weights}",
+            f"weights   {self.weights}, {self._dtype_text()}",
             f"file      {self.path.name}, {_human_bytes(self.file_size)} ({storage})",
             "inputs    " + ", ".join(f"{n} {_dims_text(d)}" for n, d in self.inputs.items()),
             "outputs   " + ", ".join(f"{n} {_dims_text(d)}" for n, d in self.outputs.items()),
@@ -123,7 +156,10 @@ class OnnxExportResult:
         for index, check in enumerate(self.parity):
             diffs = ", ".join(f"{name} {diff:.1e}" for name, diff in check.max_abs_diff.items())
             label = "parity    " if index == 0 else "          "
-            lines.append(f"{label}{check.size_label()}: max |onnxruntime − PyTorch| {diffs} (≤ {self.tolerance:.0e})")
+            lines.append(
+                f"{label}{check.size_label()}: max |onnxruntime − PyTorch| {diffs} "
+                f"(≤ {self.tolerance:.0e}, the {self.dtype} tolerance)"
+            )
         if not self.verified:
             lines.append("verify    skipped (--no-verify)")
         steps = " · ".join(f"{step} {seconds:.1f} s" for step, seconds in self.timings.items())
@@ -192,7 +228,7 @@ def export_onnx_spec(
     progress: Progress | None = None,
     *,
     exporter: str = "auto",
-    tolerance: float = TOLERANCE,
+    tolerance: float | None = None,
     external_data_threshold: int = EXTERNAL_DATA_THRESHOLD,
 ) -> OnnxExportResult:
     """Export a resolved spec to ``output`` (see the module docstring for the steps).
@@ -200,21 +236,30 @@ def export_onnx_spec(
     Parameters:
         exporter: ``auto`` (torch.export, TorchScript only if that fails), ``dynamo``
             (never fall back) or ``torchscript`` (the legacy exporter).
-        tolerance: the largest absolute difference verification accepts.
+        tolerance: the largest absolute difference verification accepts (default: by the
+            dtype the file computes in, :data:`bertgraph.onnx.verify.TOLERANCES`).
         external_data_threshold: weights above this many bytes go to ``PATH.data``.
     """
     say = progress or (lambda message: None)
     if exporter not in _EXPORTERS:
         raise OnnxError(f"unknown exporter {exporter!r}; choose one of: {', '.join(_EXPORTERS)}")
+    packages.require(packages.EXPORT, "ONNX export")
     target = check_writable(output)
     _check_opset(opset)
+    check_readable(spec)
     timings: dict[str, float] = {}
+    dtype = export_dtype(spec)
     with _timed(timings, "build"):
-        say(f"building {spec.model_class} with {_weights_phrase(spec)}")
-        with _no_progress_bars():
-            model = build_model(spec, weights=True, seed=SEED)
-        wrapper = ExportableModel(model, OUTPUT_NAMES[spec.head])
-    onnx_model, exporter_used = _convert(wrapper, spec, opset, exporter, say, timings)
+        meta = _meta_model(spec, dtype)
+        weight_bytes = sum(t.numel() * t.element_size() for t in [*meta.parameters(), *meta.buffers()])
+        memory.check_memory(weight_bytes, verify, f"{spec.name} ({spec.model_class})")
+    onnx_model, exporter_used, model = _convert(meta, spec, opset, exporter, say, timings)
+    if model is None:
+        with _timed(timings, "weights"):
+            say(f"loading {_weights_phrase(spec)}")
+            with _no_progress_bars():
+                model = load_weights(spec)
+            apply_weights(onnx_model, model)
     weights = describe_weights(spec, model)
     _label(onnx_model, spec, model, weights, exporter_used)
     result = OnnxExportResult(
@@ -227,26 +272,52 @@ def export_onnx_spec(
         weights=weights,
         inputs=_io_dims(onnx_model.graph.inputs),
         outputs=_io_dims(onnx_model.graph.outputs),
-        parameters=sum(p.numel() for p in model.parameters()),
-        tolerance=tolerance,
+        parameters=sum(p.numel() for p in meta.parameters()),
+        dtype=dtype,
+        checkpoint_dtype=checkpoint_dtype(spec),
+        tolerance=tolerance_for(dtype) if tolerance is None else tolerance,
         timings=timings,
     )
     external = _weight_bytes(onnx_model) > external_data_threshold
-    _write_verified(onnx_model, result, wrapper, spec, external=external, verify=verify, say=say)
+    holder = [ExportableModel(model, OUTPUT_NAMES[spec.head])]
+    del model  # from here on only ``holder`` and the initializers hold the weights
+    _write_verified(onnx_model, result, holder, spec, external=external, verify=verify, say=say)
     return result
 
 
+def _meta_model(spec: ModelSpec, dtype: str) -> torch.nn.Module:
+    """The spec's model with fake CPU tensors (meta storage), in the dtype the file computes in."""
+    return build_model(spec, weights=False, fake=True, dtype=dtype)
+
+
 def _convert(
-    wrapper: ExportableModel,
+    meta: torch.nn.Module,
     spec: ModelSpec,
     opset: int | None,
     exporter: str,
     say: Progress,
     timings: dict[str, float],
-) -> tuple[ir.Model, str]:
-    """Export, then (torch.export only) optimise with every parameter kept under its name."""
+) -> tuple[ir.Model, str, torch.nn.Module | None]:
+    """Export, then (torch.export only) optimise with every parameter kept under its name.
+
+    Returns the ONNX model, the exporter's description, and the real model when the
+    export needed it (its initializers hold the real weights already): the TorchScript
+    exporter traces real tensors, and converting below opset 18 serialises the weights.
+    """
+    model = None
     with _timed(timings, "export"):
-        onnx_model, exporter_used = _export(wrapper, spec, opset, exporter, say)
+        source = meta
+        if opset is not None and opset < MIN_OPSET and exporter != "torchscript":
+            with _no_progress_bars():
+                model = source = load_weights(spec)
+        onnx_model, exporter_used = _export(
+            ExportableModel(source, OUTPUT_NAMES[spec.head]), spec, opset, exporter, say
+        )
+        if onnx_model is None:
+            if model is None:
+                with _no_progress_bars():
+                    model = load_weights(spec)
+            onnx_model = _export_torchscript(ExportableModel(model, OUTPUT_NAMES[spec.head]), spec, opset, say)
     if opset is not None and _opset_of(onnx_model) != opset:
         raise OnnxError(
             f"the exporter could not convert {spec.model_class} to opset {opset} (it stayed at opset "
@@ -256,41 +327,50 @@ def _convert(
         with _timed(timings, "optimise"):
             say("optimising the ONNX graph (weights kept as they are)")
             optimise(onnx_model)
-            name_parameters(onnx_model, wrapper.wrapped)
-            _check_parameters_kept(onnx_model, wrapper.wrapped)
-    return onnx_model, exporter_used
+            name_parameters(onnx_model, meta)
+            _check_parameters_kept(onnx_model, meta)
+    return onnx_model, exporter_used, model
 
 
 def _write_verified(
     onnx_model: ir.Model,
     result: OnnxExportResult,
-    wrapper: ExportableModel,
+    holder: list[ExportableModel],
     spec: ModelSpec,
     *,
     external: bool,
     verify: bool,
     say: Progress,
 ) -> None:
-    """Write into a temporary folder beside the target, verify there, then move into place."""
+    """Write into a staging folder beside the target, verify there, then move into place.
+
+    Memory: the weights are held once while writing and running PyTorch, then freed
+    (``holder`` is emptied) before the checker and onnxruntime each load the file.
+    """
     target = result.path
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
-    try:
+    with staging_folder(target) as staging:
         staged = staging / target.name
         data = staged.with_name(staged.name + ".data") if external else None
+        # What the checker reads: the file's graph and tensor descriptions, the weights left in place.
+        view = staged if external else staging / f"{target.stem}.check.onnx"
         with _timed(result.timings, "save"):
             say(f"writing {target.name}" + (f" and {target.name}.data" if external else ""))
-            _save(onnx_model, staged, external)
+            _save(onnx_model, staged, None if external else view)
+        references = []
+        if verify:
+            with _timed(result.timings, "verify"):
+                references = reference_outputs(holder[0], spec, progress=say)
+        holder.clear()  # the last references to the weights: freed now (mapped checkpoint pages too)
+        release_weights(onnx_model)
         if verify:
             with _timed(result.timings, "check"):
                 say("checking with onnx.checker (full_check)")
-                check_file(staged)
+                check_file(view)
                 result.checked = True
             with _timed(result.timings, "verify"):
-                result.parity = verify_parity(staged, wrapper, spec, tolerance=result.tolerance, progress=say)
+                result.parity = verify_parity(staged, references, tolerance=result.tolerance, progress=say)
         result.file_size = staged.stat().st_size + (data.stat().st_size if data else 0)
         result.data_path = _move_into_place(staged, data, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 # --- the model wrapper ------------------------------------------------------------------
@@ -362,10 +442,11 @@ def _check_opset(opset: int | None) -> None:
 
 def _export(
     wrapper: ExportableModel, spec: ModelSpec, opset: int | None, exporter: str, say: Progress
-) -> tuple[ir.Model, str]:
-    """The exported ONNX IR model and a description of the exporter that made it."""
+) -> tuple[ir.Model | None, str]:
+    """The ONNX IR model torch.export made of the meta-device ``wrapper`` and a description of
+    the exporter; ``None`` for the model when the TorchScript exporter is to be used instead."""
     if exporter == "torchscript":
-        return _export_torchscript(wrapper, spec, opset, say), "TorchScript exporter (requested)"
+        return None, "TorchScript exporter (requested)"
     say(f"exporting {spec.model_class} with torch.export (dynamic {', '.join(dim_names(spec))})")
     try:
         with _quiet_exporter():
@@ -382,11 +463,11 @@ def _export(
                 verbose=False,
             )
     except Exception as error:  # whatever stops torch.export is a reason to try the legacy exporter
+        interrupts.reraise_if_interrupted(error)
         if exporter == "dynamo":
             raise OnnxError(f"torch.export could not export {spec.model_class}: {first_line(error)}") from error
         say(f"torch.export could not export {spec.model_class} ({first_line(error)}); using the TorchScript exporter")
-        model = _export_torchscript(wrapper, spec, opset, say)
-        return model, f"TorchScript exporter (fallback: torch.export failed: {first_line(error)})"
+        return None, f"TorchScript exporter (fallback: torch.export failed: {first_line(error)})"
     if program is None:  # only the TorchScript exporter returns nothing
         raise OnnxError(f"torch.onnx.export returned no program for {spec.model_class}")
     return program.model, f"torch.export (dynamo), torch {torch.__version__}"
@@ -642,14 +723,13 @@ def _weight_bytes(model: ir.Model) -> int:
     return sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
 
 
-def _save(model: ir.Model, path: Path, external: bool) -> None:
-    import onnx_ir as ir
-
+def _save(model: ir.Model, path: Path, view: Path | None) -> None:
+    """Self-contained, with a view for the checker; or (``view`` None) with the weights in ``PATH.data``."""
     try:
-        if external:
-            ir.save(model, path, external_data=f"{path.name}.data")
+        if view is None:
+            write_onnx_external(model, path, f"{path.name}.data")
         else:
-            ir.save(model, path)
+            write_onnx(model, path, view=view)
     except (OSError, ValueError) as error:
         raise OnnxError(f"cannot write {path.name}: {first_line(error)}") from error
 

@@ -79,6 +79,9 @@ def read_onnx_graph(path: str | Path) -> nx.DiGraph:
     Raises:
         OnnxError: a missing, unreadable or non-ONNX file (one line).
     """
+    from bertgraph.onnx import packages
+
+    packages.require(packages.READ, "reading an ONNX file")
     file = Path(path)
     return graph_from_onnx(load_model(file), name=file.stem)
 
