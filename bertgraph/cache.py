@@ -2,8 +2,9 @@
 
 The key covers everything that changes a graph: the full config, the head, the example
 size, the identity of the weights file, and the versions of bertgraph, torch,
-transformers and Python (read from package metadata, without importing them). A corrupt,
-unreadable or stale entry is ignored and rebuilt. ``BERTGRAPH_CACHE_DIR`` moves the
+transformers and Python (read from package metadata, without importing them). An entry
+is served only after it is checked (:func:`load`): a corrupt, unreadable, stale or
+doubtful entry is ignored and rebuilt. ``BERTGRAPH_CACHE_DIR`` moves the
 cache; ``--no-cache`` (or ``BERTGRAPH_NO_CACHE=1``) turns it off.
 """
 
@@ -24,9 +25,12 @@ import networkx as nx
 
 from bertgraph.errors import BertgraphError
 from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
+from bertgraph.graph.validate import graph_problem, node_link_problem
 from bertgraph.model import ModelSpec
+from bertgraph.model.counts import bert_parameter_total
 
-FORMAT = 2  # bump when the graph schema changes
+FORMAT = 3  # bump when the graph schema or the entry layout changes
 # The code that makes a graph: an edited copy of bertgraph never reads an older graph.
 _GRAPH_CODE = ("model", "tracing", "graph")
 
@@ -34,7 +38,7 @@ _GRAPH_CODE = ("model", "tracing", "graph")
 def cache_dir() -> Path:
     override = os.environ.get("BERTGRAPH_CACHE_DIR")
     if override:
-        return Path(override)
+        return Path(os.path.expanduser(override))
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("bertgraph")) / "graphs"
@@ -80,8 +84,12 @@ def _code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def key(spec: ModelSpec, kind: str = "trace") -> str:
-    """The cache key of a spec's graph."""
+def key_material(spec: ModelSpec, kind: str = "trace") -> dict[str, Any]:
+    """Everything the key of ``spec``'s graph covers, as plain JSON data.
+
+    An entry stores its key material too, and is served only when that equals the
+    material of the spec asking: a file renamed or copied to another key is not trusted.
+    """
     from bertgraph.version import __version__
 
     material = {
@@ -101,34 +109,93 @@ def key(spec: ModelSpec, kind: str = "trace") -> str:
             "python": ".".join(map(str, sys.version_info[:2])),
         },
     }
-    text = json.dumps(material, sort_keys=True, default=str)
+    normal: dict[str, Any] = json.loads(json.dumps(material, sort_keys=True, default=str))
+    return normal
+
+
+def key(spec: ModelSpec, kind: str = "trace") -> str:
+    """The cache key of a spec's graph."""
+    text = json.dumps(key_material(spec, kind), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def entry_path(spec: ModelSpec) -> Path:
+    return cache_dir() / f"{key(spec)}.json"
+
+
 def load(spec: ModelSpec) -> nx.DiGraph | None:
-    """The cached graph of ``spec``, or None when absent, unreadable or stale."""
-    path = cache_dir() / f"{key(spec)}.json"
+    """The cached graph of ``spec``, or None when absent, unreadable, stale or in any doubt.
+
+    An entry is two lines: a header (format, key material, SHA-256 of the second line)
+    and the graph as node-link JSON. It is served only when the format is this one, the
+    stored key material equals the spec's, the digest matches, the graph passes
+    :func:`~bertgraph.graph.validate.graph_problem`, and it describes this spec: name,
+    head, sizes, and the parameter total the config implies.
+    """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
+        with entry_path(spec).open("rb") as stream:
+            header = json.loads(stream.readline())
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                return None
+            if header.get("key") != key_material(spec):
+                return None
+            body = stream.read()
+        if hashlib.sha256(body).hexdigest() != header.get("digest"):
             return None
-        return graph_io.from_node_link(data["graph"])
-    except (OSError, ValueError, KeyError, TypeError, nx.NetworkXError):
+        data = json.loads(body)
+    except (OSError, ValueError, RecursionError):
         return None
+    if node_link_problem(data) is not None:
+        return None
+    try:
+        graph = graph_io.from_node_link(data)
+    except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):
+        return None
+    if graph_problem(graph) is not None or _spec_problem(graph, spec) is not None:
+        return None
+    return graph
+
+
+def _spec_problem(graph: nx.DiGraph, spec: ModelSpec) -> str | None:
+    """What makes a well-formed graph the wrong graph for ``spec``, or None."""
+    facts = graph.graph
+    if (facts[g.G_NAME], facts[g.G_HEAD], facts[g.G_MODEL_CLASS]) != (spec.name, spec.head, spec.model_class):
+        return "another model or head"
+    if facts[g.G_CONFIG] != spec.summary():
+        return "other sizes"
+    expected = bert_parameter_total(spec.config, spec.head)
+    if expected is not None and _row_total(graph) != expected:
+        return f"{_row_total(graph)} parameters where the config implies {expected}"
+    return None
+
+
+def _row_total(graph: nx.DiGraph) -> int:
+    return sum(int(row["numel"]) for row in graph.graph[g.G_PARAMETERS])
 
 
 def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
-    """Write ``graph`` under ``spec``'s key; a cache that cannot be written is skipped."""
+    """Write ``graph`` under ``spec``'s key; a cache that cannot be written is skipped.
+
+    The entry is written to a temporary file and moved into place, and the temporary
+    file is removed whatever fails (a full disk, an entry path that is a folder).
+    """
     directory = cache_dir()
+    temporary = ""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"format": FORMAT, "graph": graph_io.to_node_link(graph)}, separators=(",", ":"))
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(payload)
-        os.replace(temporary, directory / f"{key(spec)}.json")
+        body = json.dumps(graph_io.to_node_link(graph), separators=(",", ":")).encode()
+        header = {"format": FORMAT, "key": key_material(spec), "digest": hashlib.sha256(body).hexdigest()}
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".entry.", suffix=".tmp")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(json.dumps(header, separators=(",", ":")).encode() + b"\n" + body)
+        os.replace(temporary, entry_path(spec))
+        temporary = ""
     except OSError:
         return
+    finally:
+        if temporary:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 @contextlib.contextmanager

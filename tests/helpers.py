@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import copy
+import os
 import random
-from typing import Any
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import networkx as nx
 
@@ -94,3 +98,61 @@ def one_line_error(argv: list[str], capsys: Any, status: int = 1) -> str:
     assert captured.err.startswith("bertgraph: error: "), captured.err
     assert "internal error" not in captured.err and "Traceback" not in captured.err
     return str(captured.err.strip())
+
+
+class SmallDiskRun(NamedTuple):
+    """A command run with a folder on a tiny file system, and that folder's state afterwards."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    listing: list[str]  # names in the folder after the command (seen inside the namespace)
+    after: str  # what the ``after`` shell snippet printed
+
+
+_SMALL_DISK_SCRIPT = """
+folder="$1"; size="$2"; prepare="$3"; after="$4"; shift 4
+mount -t tmpfs -o size="$size" tmpfs "$folder" || exit 97
+sh -c "$prepare" sh "$folder" || exit 98
+"$@"
+status=$?
+echo "@@listing@@" >&2
+ls -A "$folder" >&2
+echo "@@after@@" >&2
+sh -c "$after" sh "$folder" >&2
+exit $status
+"""
+
+
+def run_with_small_disk(
+    folder: Path,
+    size: str,
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    prepare: str = "true",
+    after: str = "true",
+) -> SmallDiskRun:
+    """Run ``python -m bertgraph ARGV`` with ``folder`` a tmpfs of ``size`` in a private mount namespace.
+
+    A write that does not fit fails with ENOSPC, exactly as on a full disk. ``prepare`` and
+    ``after`` are shell snippets run with the folder as ``$1`` before and after the command.
+    Skips when user and mount namespaces are unavailable (``unshare -rm``).
+    """
+    import shutil
+
+    import pytest
+
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"user and mount namespaces are unavailable here: {probe.stderr.decode().strip()}")
+    command = [
+        "unshare", "-rm", "sh", "-c", _SMALL_DISK_SCRIPT, "sh", str(folder), size, prepare, after,
+        sys.executable, "-m", "bertgraph", *argv,
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False)
+    assert result.returncode not in (97, 98), result.stderr
+    stderr, _, rest = result.stderr.partition("@@listing@@\n")
+    listing, _, after_text = rest.partition("@@after@@\n")
+    return SmallDiskRun(result.returncode, result.stdout, stderr, listing.split(), after_text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from bertgraph import cache
+from bertgraph.cli import main
 from bertgraph.model import resolve
+from tests.helpers import run_with_small_disk
 
 PROBE = (
     "import sys\n"
@@ -79,3 +82,90 @@ def test_key_covers_what_changes_the_graph(tmp_path: Path, tiny_checkpoint: Path
     stat = weights.stat()
     os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert cache.key(resolve(str(tiny_checkpoint))) != before
+
+
+def _entry_bytes(spec_key_material: dict, graph_data: object) -> bytes:
+    body = json.dumps(graph_data, separators=(",", ":")).encode()
+    header = {"format": cache.FORMAT, "key": spec_key_material, "digest": hashlib.sha256(body).hexdigest()}
+    return json.dumps(header).encode() + b"\n" + body
+
+
+def test_entry_of_the_wrong_shape_is_rebuilt_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    spec = resolve("bert-tiny", "token-classification")
+    argv = ["params", "bert-tiny", "--head", "token-classification", "--format", "json"]
+    assert main(argv) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert expected["total"] == 4_386_178 - 128 * 128 - 128 + 0  # no pooler; a classifier 128 → 2
+    from bertgraph.api import load as load_arch
+
+    load_arch(spec)  # a traced entry
+    entry = cache.entry_path(spec)
+    good = entry.read_bytes()
+    graph_data = json.loads(good.split(b"\n", 1)[1])
+    empty = {**graph_data, "nodes": [], "edges": []}
+    other = resolve("bert-tiny", "sequence-classification")
+    load_arch(other)
+    for garbage in (
+        b"[]",
+        b"[]\n[]",
+        _entry_bytes(cache.key_material(spec), []),
+        _entry_bytes(cache.key_material(spec), empty),
+        _entry_bytes(cache.key_material(spec), {**graph_data, "graph": {}}),
+        cache.entry_path(other).read_bytes(),  # another model's valid entry under this key
+        good[:-10],  # truncated
+        good.replace(b'"linear"', b'"lineaR"', 1),  # an edit the digest catches
+    ):
+        entry.write_bytes(garbage)
+        assert cache.load(spec) is None, garbage[:60]
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        assert json.loads(captured.out) == expected and captured.err == ""
+        load_arch(spec)
+        assert cache.load(spec) is not None  # rebuilt
+
+
+def test_entry_whose_parameters_contradict_the_config_is_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bertgraph.api import load as load_arch
+
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    spec = resolve("bert-tiny")
+    load_arch(spec)
+    entry = cache.entry_path(spec)
+    graph_data = json.loads(entry.read_bytes().split(b"\n", 1)[1])
+    # A consistent graph of another size: the pooler's bias row and the node that reads it shrink together.
+    row = next(r for r in graph_data["graph"]["parameters"] if r["name"] == "pooler.dense.bias")
+    row["shape"], row["numel"] = [100], 100
+    reader = next(n for n in graph_data["nodes"] if "pooler.dense.bias" in n.get("param_names", []))
+    reader["params"] -= 28
+    entry.write_bytes(_entry_bytes(cache.key_material(spec), graph_data))
+    from bertgraph.graph.io import from_node_link
+    from bertgraph.graph.validate import graph_problem
+
+    assert graph_problem(from_node_link(graph_data)) is None  # well-formed ...
+    assert cache.load(spec) is None  # ... but not this config's model
+
+
+def test_failed_cache_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bertgraph.api import load as load_arch
+
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(folder))
+    spec = resolve("bert-tiny")
+    cache.entry_path(spec).mkdir(parents=True)  # the entry path is a folder
+    arch = load_arch(spec)
+    assert arch.params()["total"] == 4_386_178 - 128 * 2 - 2
+    assert [p.name for p in folder.iterdir()] == [cache.entry_path(spec).name]
+
+
+def test_full_disk_cache_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    result = run_with_small_disk(folder, "8k", ["summary", "bert-tiny"], env={"BERTGRAPH_CACHE_DIR": str(folder)})
+    assert result.returncode == 0, result.stderr
+    assert "BertLayer" in result.stdout
+    assert result.listing == [], result.listing  # nothing left in the full cache folder

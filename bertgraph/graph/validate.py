@@ -1,0 +1,160 @@
+"""Is this data an annotated operator graph? Checks for graphs read back from disk (the cache).
+
+:func:`node_link_problem` checks the plain JSON structure before networkx sees it;
+:func:`graph_problem` checks the type of every attribute a view, table or renderer
+reads, and the parameter invariant: the nodes count every parameter exactly once.
+Each returns a short description of the first problem, or None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from bertgraph.graph import schema as g
+
+_KINDS = frozenset({g.INPUT, g.OPERATOR, g.OUTPUT})
+
+
+def _is_int(value: Any, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(d, str) or _is_int(d) for d in value)
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def node_link_problem(data: Any) -> str | None:
+    """What keeps ``data`` from being node-link JSON of a directed graph, or None.
+
+    >>> node_link_problem([]), node_link_problem({"directed": True, "multigraph": False, "graph": {},
+    ...     "nodes": [{"id": "a"}], "edges": [{"source": "a", "target": "b"}]})
+    ('not a JSON object', "edge 0 names a node that does not exist: 'b'")
+    """
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("directed") is not True or data.get("multigraph") is not False:
+        return "not a directed graph"
+    if not isinstance(data.get("graph"), dict):
+        return "no graph attributes"
+    nodes, edges = data.get("nodes"), data.get("edges")
+    if not isinstance(nodes, list) or not isinstance(edges, list):
+        return "no node or edge list"
+    ids = set()
+    for index, node in enumerate(nodes):
+        if not isinstance(node, dict) or not isinstance(node.get("id"), str):
+            return f"node {index} has no string id"
+        ids.add(node["id"])
+    if len(ids) != len(nodes):
+        return "two nodes share an id"
+    for index, edge in enumerate(edges):
+        if not isinstance(edge, dict):
+            return f"edge {index} is not an object"
+        for end in ("source", "target"):
+            if edge.get(end) not in ids:
+                return f"edge {index} names a node that does not exist: {edge.get(end)!r}"
+    return None
+
+
+def graph_problem(graph: nx.DiGraph) -> str | None:
+    """What keeps ``graph`` from being a complete annotated operator graph, or None."""
+    return (
+        _graph_attribute_problem(graph.graph)
+        or _node_problem(graph)
+        or _edge_problem(graph)
+        or _count_problem(graph)  # relies on the checks before it
+    )
+
+
+def _graph_attribute_problem(attrs: dict[str, Any]) -> str | None:
+    for key in (g.G_NAME, g.G_MODEL_CLASS, g.G_HEAD, g.G_SOURCE, g.G_BACKBONE, g.G_WEIGHTS):
+        if not isinstance(attrs.get(key), str):
+            return f"graph attribute {key!r} is not a string"
+    for key in (g.G_CONFIG, g.G_EXAMPLE, g.G_MODULES, g.G_TIED, g.G_VERSIONS):
+        if not isinstance(attrs.get(key), dict):
+            return f"graph attribute {key!r} is not a mapping"
+    if not all(isinstance(k, str) and _is_int(v, 1) for k, v in attrs[g.G_EXAMPLE].items()):
+        return "the example sizes are not positive whole numbers"
+    if not _is_str_map(attrs[g.G_TIED]) or not _is_str_map(attrs[g.G_VERSIONS]):
+        return "tied parameters or versions are not names"
+    for path, info in attrs[g.G_MODULES].items():
+        if not isinstance(path, str) or not isinstance(info, dict) or not _is_str_map(info) or "type" not in info:
+            return f"module {path!r} has no type"
+    rows = attrs.get(g.G_PARAMETERS)
+    if not isinstance(rows, list) or not rows:
+        return "no parameter rows"
+    for row in rows:
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("name"), str)
+            and isinstance(row.get("module"), str)
+            and isinstance(row.get("trainable"), bool)
+            and _is_shape(row.get("shape"))
+            and all(isinstance(d, int) for d in row["shape"])
+            and _is_int(row.get("numel"))
+        ):
+            return f"parameter row {row!r:.80} is malformed"
+        size = 1
+        for dim in row["shape"]:
+            size *= dim
+        if size != row["numel"]:
+            return f"parameter {row['name']!r} has {row['numel']} elements but shape {row['shape']}"
+    return None
+
+
+def _node_problem(graph: nx.DiGraph) -> str | None:
+    kinds = set()
+    for node, data in graph.nodes(data=True):
+        kind = data.get(g.KIND)
+        if kind not in _KINDS:
+            return f"node {node!r} has kind {kind!r}"
+        kinds.add(kind)
+        if not all(isinstance(data.get(key), str) for key in (g.MODULE, g.MODULE_TYPE, g.DTYPE)):
+            return f"node {node!r} lacks its module, module type or dtype"
+        if kind == g.OPERATOR and not (isinstance(data.get(g.OP), str) and isinstance(data.get(g.TARGET), str)):
+            return f"node {node!r} lacks its op"
+        if not _is_shape(data.get(g.SHAPE)) or not _is_int(data.get(g.PARAMS)) or not _is_int(data.get(g.ORDER)):
+            return f"node {node!r} has a malformed shape, parameter count or order"
+        for key in (g.PARAM_NAMES, g.SHARED_PARAMS):
+            if key in data and not _is_str_list(data[key]):
+                return f"node {node!r} has malformed {key}"
+    if kinds != _KINDS:
+        return "the graph lacks inputs, operators or outputs"
+    if not nx.is_directed_acyclic_graph(graph):
+        return "the graph has a cycle"
+    return None
+
+
+def _edge_problem(graph: nx.DiGraph) -> str | None:
+    for source, target, data in graph.edges(data=True):
+        if not _is_shape(data.get(g.SHAPE)) or not isinstance(data.get(g.DTYPE), str):
+            return f"edge {source!r} → {target!r} has a malformed shape or dtype"
+    return None
+
+
+def _count_problem(graph: nx.DiGraph) -> str | None:
+    """The nodes own every parameter exactly once, with the row's size."""
+    rows = {row["name"]: row["numel"] for row in graph.graph[g.G_PARAMETERS]}
+    owned: dict[str, int] = {}
+    for _, data in graph.nodes(data=True):
+        names = data.get(g.PARAM_NAMES, [])
+        if any(name in owned or name not in rows for name in names):
+            return "a parameter is counted twice or is not in the parameter rows"
+        owned.update({name: rows[name] for name in names})
+        if data[g.PARAMS] != sum(rows[name] for name in names):
+            return "a node's parameter count differs from the parameters it names"
+    if set(owned) != set(rows):
+        return "some parameters are read by no node"
+    total = sum(rows.values())
+    if total <= 0 or g.total_params(graph) != total:
+        return "the parameter total is zero or differs from the parameter rows"
+    return None
