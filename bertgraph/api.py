@@ -132,9 +132,11 @@ class Architecture:
         ).text
 
     def to_svg(self, depth: int = DEFAULT_DEPTH, **options: Any) -> str:
-        from bertgraph.render import graphviz_run
+        from bertgraph.render import render_image
 
-        return graphviz_run.render(self.to_dot(depth, **options), "svg").decode("utf-8")
+        compare = options.pop("compare", None)
+        graph = compare.graph if compare is not None else None
+        return render_image(self.graph, "svg", depth=depth, compare=graph, **options).decode("utf-8")
 
     def save(self, path: str | Path, depth: int = DEFAULT_DEPTH, **options: Any) -> Path:
         """Write the diagram; the format follows the suffix (.svg .png .pdf .dot .mmd .md .graphml .json)."""

@@ -63,6 +63,15 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 _positive = _at_least(1)
 _non_negative = _at_least(0)
+MAX_DEPTH = 4  # 4 draws every operator; nothing is deeper
+
+
+def _depth(text: str) -> int:
+    """An argparse type for a diagram depth, 0 to :data:`MAX_DEPTH`."""
+    value = _non_negative(text)
+    if value > MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_DEPTH} ({MAX_DEPTH} draws every operator), got {value}")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False) -> None:
@@ -89,7 +98,7 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
         )
     else:
         sizes.add_argument("--seq-len", type=_positive, help="example sequence length (default 128)")
-    sizes.add_argument("--batch", type=_positive, default=1, help="example batch size (default 1)")
+    sizes.add_argument("--batch", type=_positive, help="example batch size (default 1)")
     parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
     )
@@ -138,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--compare", metavar="HEAD2", help="draw a second head beside the first")
     render.add_argument(
         "--depth",
-        type=_non_negative,
+        type=_depth,
         default=2,
         help="0 model, 1 parts, 2 layers (default), 3 inside a layer, 4 operators",
     )
@@ -171,12 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, cost, head diff")
     _common(report)
-    report.add_argument("--depth", type=_non_negative, default=2, help="diagram depth (default 2)")
+    report.add_argument("--depth", type=_depth, default=2, help="diagram depth, 0 to 4 (default 2)")
     _output(report, True, "output .md file (the FLOPs plot goes beside it: NAME-flops.png)")
 
     graph = commands.add_parser("graph", help="the annotated graph as GraphML or node-link JSON")
     _common(graph)
-    graph.add_argument("--depth", type=_non_negative, help="a view at this level (default: operators)")
+    graph.add_argument("--depth", type=_depth, help="a view at this level, 0 to 4 (default: operators)")
     graph.add_argument("--unfold", action="store_true", help="keep every repeated layer in a view")
     _output(graph, True, "output .graphml or .json file")
 
@@ -218,7 +227,7 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
         args.model,
         head,
         overrides=_overrides(args),
-        batch=args.batch,
+        batch=args.batch or 1,
         seq_len=args.seq_len if seq_len is None else seq_len,
         allow_pickle=args.allow_pickle,
     )
@@ -226,6 +235,38 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
 
 def _is_onnx(args: argparse.Namespace) -> bool:
     return str(args.model).lower().endswith(".onnx")
+
+
+# Options that shape a model built from a config; an .onnx file is drawn as it was exported.
+_CONFIG_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num_labels", "seq_len", "batch")
+
+
+def _refuse_config_options_for_onnx(args: argparse.Namespace, allowed: tuple[str, ...] = ()) -> None:
+    """An .onnx file fixes its head and sizes: an option that would change them is refused, not ignored.
+
+    ``allowed`` names options the command reads for an .onnx file too (``cost`` evaluates
+    at ``--seq-len`` and ``--batch``).
+    """
+    if not _is_onnx(args):
+        return
+    heads = args.head if isinstance(args.head, list) else [args.head]
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in _CONFIG_OPTIONS
+        if name not in allowed and getattr(args, name, None) is not None
+    ]
+    if any(head not in (None, "base") for head in heads):
+        given.insert(0, "--head")
+    if getattr(args, "compare", None):
+        given.append("--compare")
+    if args.allow_pickle:
+        given.append("--allow-pickle")
+    if given:
+        verb, pronoun = ("does", "it") if len(given) == 1 else ("do", "them")
+        raise UsageError(
+            f"{', '.join(given)} {verb} not apply to an .onnx file, whose head and sizes were fixed when it was "
+            f"exported; leave {pronoun} out, or give the model's config instead"
+        )
 
 
 def _architecture(args: argparse.Namespace, head: str) -> Architecture:
@@ -241,12 +282,26 @@ def _architecture(args: argparse.Namespace, head: str) -> Architecture:
 def _emit(args: argparse.Namespace, text: str) -> None:
     """Print ``text`` or write it atomically to ``-o``."""
     if args.output is None:
-        sys.stdout.write(text)
+        _print_out(text)
         return
     from bertgraph.files import write_atomic
 
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
+
+
+def _print_out(text: str) -> None:
+    """Write to standard output now, so a full disk is reported here, not lost at exit."""
+    from bertgraph.errors import BertgraphError
+
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        reason = "no space left on the device" if error.errno == 28 else (error.strerror or str(error)).lower()
+        raise BertgraphError(f"cannot write to standard output: {reason}; use -o FILE or free some space") from error
 
 
 def _tables(
@@ -264,6 +319,7 @@ def _tables(
 def cmd_params(args: argparse.Namespace) -> int:
     from bertgraph.render import markdown, text
 
+    _refuse_config_options_for_onnx(args)
     if args.output is not None:
         from bertgraph.files import check_writable
 
@@ -293,6 +349,7 @@ def _parameter_stats(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_summary(args: argparse.Namespace) -> int:
     from bertgraph.render import markdown, text
 
+    _refuse_config_options_for_onnx(args)
     if args.output is not None:
         from bertgraph.files import check_writable
 
@@ -306,6 +363,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from bertgraph.graph import cost
     from bertgraph.render import markdown, text
 
+    _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
     if args.output is not None:
         from bertgraph.files import check_writable
 
@@ -316,7 +374,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
             _spec(args, args.head, seq_len=length)  # each length within the model's positions
     args.seq_len = lengths[0]
     arch = _architecture(args, args.head)
-    sizes = [cost.sizes_for(arch.graph, seq=length, batch=args.batch) for length in lengths]
+    sizes = [cost.sizes_for(arch.graph, seq=length, batch=args.batch or 1) for length in lengths]
     report = cost.cost_report(arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype)
     _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
@@ -330,6 +388,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         heads = ["base", heads[0]]
     if len(heads) != 2:
         raise UsageError("diff needs two heads: --head A --head B (see 'bertgraph diff --help')")
+    if _is_onnx(args):
+        raise UsageError("diff compares two heads of one config; an .onnx file has one head: use summary or params")
     if args.output is not None:
         from bertgraph.files import check_writable
 
@@ -341,12 +401,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     from bertgraph.files import check_writable
-    from bertgraph.render import diagram_format, write_diagram
+    from bertgraph.render import diagram_format, graphviz_run, write_diagram
 
     fmt = diagram_format(args.output, args.format)
     if args.theme == "auto" and fmt != "html":
         raise UsageError(f"--theme auto needs an .html page; a {fmt} file has one theme: use light or dark")
+    _refuse_config_options_for_onnx(args)
+    if fmt in ("graphml", "json"):
+        for option, value in (("--compare", args.compare), ("--theme", args.theme)):
+            if value is not None:
+                raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
     check_writable(args.output)
+    if fmt in graphviz_run.FORMATS:
+        graphviz_run.require_dot(args.output)
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None
     write_diagram(
@@ -370,6 +437,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
+    _refuse_config_options_for_onnx(args)
     check_writable(args.output)
     plot_file = report.plot_path(args.output)
     check_writable(plot_file)
@@ -407,6 +475,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
     suffix = args.output.suffix.lower()
     if suffix not in (".graphml", ".json"):
         raise UsageError(f"graph writes .graphml or .json, not {args.output.name}")
+    if args.unfold and args.depth is None:
+        raise UsageError("--unfold keeps repeated layers in a view: give --depth too (the operator graph is unfolded)")
+    _refuse_config_options_for_onnx(args)
     check_writable(args.output)
     arch = _architecture(args, args.head)
     data = arch.graph if args.depth is None else arch.view(args.depth, fold=not args.unfold)
@@ -491,6 +562,21 @@ def run() -> None:
     sys.exit(status)
 
 
+def _one_line(text: str) -> str:
+    """Messages are one line even when they quote user text that holds line breaks."""
+    return " ".join(text.split("\n")).replace("\r", " ")
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -508,13 +594,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bertgraph: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head -1``): nothing more to say, and nobody to say it to.
+        _silence_stdout()
+        return 141
     except Exception as error:
         from bertgraph.errors import BertgraphError
 
         if debug:
             raise
         if isinstance(error, BertgraphError):
-            print(f"bertgraph: error: {error}", file=sys.stderr)
+            print(f"bertgraph: error: {_one_line(str(error))}", file=sys.stderr)
+        elif isinstance(error, MemoryError):
+            print(
+                "bertgraph: error: out of memory; close other programs or choose a smaller model "
+                "(fewer layers, smaller sizes)",
+                file=sys.stderr,
+            )
+        elif isinstance(error, OSError):
+            # The environment refused something (a file, a device, a limit): not a bertgraph bug.
+            where = f" ({error.filename})" if error.filename else ""
+            print(f"bertgraph: error: {(error.strerror or str(error)).lower()}{where}", file=sys.stderr)
         else:
             detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
             print(

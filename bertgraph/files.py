@@ -107,6 +107,9 @@ def path_kind(path: Path) -> PathKind:
     return PathKind("special", "not a regular file")
 
 
+_WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+
+
 def check_writable(path: str | os.PathLike[str]) -> Path:
     """The regular file writing ``path`` replaces (the link's target for a symbolic link).
 
@@ -137,8 +140,11 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
             raise BertgraphError(f"cannot write {requested}: folder {folder}: {parent.description}")
         if parent.kind != "directory":
             raise BertgraphError(f"cannot write {requested}: {folder} is {parent.description}, not a folder")
-    elif not target.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+    elif not target.stat().st_mode & _WRITE_BITS:
         raise BertgraphError(f"cannot write {requested}: the file is read-only; make it writable or choose another")
+    # Mode bits, not os.access: root may write anywhere, but a read-only file or folder says "leave me".
+    if not folder.stat().st_mode & _WRITE_BITS:
+        raise BertgraphError(f"cannot write {requested}: folder {folder} is read-only; choose another folder")
     _probe_folder(requested, folder)
     return target
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from bertgraph.api import Architecture, load
 from bertgraph.errors import BertgraphError
-from bertgraph.files import write_atomic
+from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
 from bertgraph.graph import cost
 from bertgraph.model import resolve
 from bertgraph.render import mermaid, plot, report, text, write_diagram
+from bertgraph.render.graphviz_run import require_dot
 
 DEPTHS = (1, 2, 3)
 COST_LENGTHS = (128, 512)
@@ -32,6 +33,18 @@ def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str
     return "\n".join(lines) + "\n"
 
 
+def gallery_files(head: str, plots: bool) -> list[str]:
+    """The names of the files the gallery writes, in order (``plots``: matplotlib is installed)."""
+    names = [f"bert-depth{depth}{suffix}" for depth in DEPTHS for suffix in (".svg", ".png")]
+    names.append("bert-dark.svg")
+    if head != "base":
+        names += ["bert-compare.svg", "bert-compare.png"]
+    names += ["bert.html", "bert-flops.svg", "bert-mermaid.md", "summary.txt", "params.txt", "cost.txt"]
+    if plots:
+        names.append(report.plot_path(Path("report.md")).name)
+    return [*names, "report.md"]
+
+
 def build_gallery(
     folder: Path,
     model: str = "bert-base-uncased",
@@ -39,10 +52,22 @@ def build_gallery(
     use_cache: bool = True,
     warn: Callable[[str], None] | None = None,
 ) -> list[Path]:
-    """Write the gallery into ``folder`` and return the files written, in order."""
-    if folder.exists() and not folder.is_dir():
-        raise BertgraphError(f"{folder} is a file; give a folder for the gallery")
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write the gallery into ``folder`` and return the files written, in order.
+
+    Every file is checked by the output rules (:mod:`bertgraph.files`) before any work.
+    """
+    folder = expand_user(folder)
+    found = path_kind(folder)
+    if found.kind not in ("directory", "missing"):
+        raise BertgraphError(f"cannot write the gallery into {folder}: it is {found.description}; give a folder")
+    if found.kind == "missing":
+        try:
+            folder.mkdir(parents=True)
+        except OSError as error:
+            raise BertgraphError(f"cannot create the gallery folder {folder}: {error.strerror or error}") from error
+    for name in gallery_files(head, plots=plot.available()):
+        check_writable(folder / name)
+    require_dot(folder / "bert-depth1.svg")
     arch = load(resolve(model, head), use_cache=use_cache)
     base = load(resolve(model, "base"), use_cache=use_cache) if head != "base" else arch
     written: list[Path] = []
@@ -80,4 +105,5 @@ def build_gallery(
         plot_note=None if plot_name else plot.INSTALL_HINT,
     )
     written.append(write_atomic(report_path, report_text))
+    assert [path.name for path in written] == gallery_files(head, plots=plot_name is not None)
     return written

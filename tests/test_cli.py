@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bertgraph.api import Architecture
 from bertgraph.cli import main
+from tests.helpers import one_line_error
 
 PYTHON = sys.executable
 
@@ -100,3 +103,48 @@ def test_output_file_written_in_one_piece(tmp_path: Path, capsys: pytest.Capture
     text = target.read_text()
     assert text.startswith("## Parameters of bert-tiny") and "| embeddings | 3,972,864 | 90.58% |" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.md"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["render", "m.onnx", "--head", "masked-lm", "-o", "x.svg"], "--head does not apply to an .onnx file"),
+        (["render", "m.onnx", "--compare", "masked-lm", "-o", "x.svg"], "--compare does not apply"),
+        (["summary", "m.onnx", "--layers", "4", "--seq-len", "9"], "--layers, --seq-len do not apply"),
+        (["params", "m.onnx", "--batch", "2"], "--batch does not apply to an .onnx file"),
+        (["report", "m.onnx", "--num-labels", "3", "-o", "r.md"], "--num-labels does not apply"),
+        (["graph", "m.onnx", "--allow-pickle", "-o", "g.json"], "--allow-pickle does not apply"),
+        (["diff", "m.onnx", "--head", "masked-lm"], "diff compares two heads of one config; an .onnx file has one"),
+        (["render", "bert-tiny", "--depth", "99", "-o", "x.svg"], "--depth: must be 0 to 4 (4 draws every operator)"),
+        (["report", "bert-tiny", "--depth", "5", "-o", "r.md"], "--depth: must be 0 to 4"),
+        (["graph", "bert-tiny", "--depth", "7", "-o", "g.json"], "--depth: must be 0 to 4"),
+        (["graph", "bert-tiny", "--unfold", "-o", "g.json"], "--unfold keeps repeated layers in a view: give --depth"),
+        (["render", "bert-tiny", "--compare", "masked-lm", "-o", "g.graphml"], "--compare applies to diagrams"),
+        (["render", "bert-tiny", "--theme", "dark", "-o", "g.json"], "--theme applies to diagrams"),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and message in captured.err, captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_diagram_title_names_the_depth_drawn(traced: Callable[..., Architecture]) -> None:
+    arch = traced("bert-tiny")
+    assert arch.to_dot(99) == arch.to_dot(4)
+    assert "depth 4 ·" in arch.to_dot(99) and "depth 99" not in arch.to_dot(99)
+    assert arch.to_mermaid(99) == arch.to_mermaid(4)
+
+
+@pytest.mark.dot
+def test_layouts_too_large_for_graphviz_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "x.svg"
+    argv = ["render", "bert-tiny", "--layers", "16", "--depth", "4", "--unfold", "-o", str(target)]
+    line = one_line_error(argv, capsys)
+    assert "edges, and Graphviz takes minutes to lay out more than 500: fold repeated layers" in line
+    assert not target.exists()
+    assert main([*argv[:-1], str(tmp_path / "x.dot")]) == 0  # DOT needs no layout

@@ -173,8 +173,10 @@ def test_cli_writes_every_format(
         assert label in mermaid, label
 
 
-def test_missing_dot_names_the_package_and_keeps_the_dot(tmp_path: Path) -> None:
+def test_missing_dot_names_the_package_and_writes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "bert.svg"
+    sibling = tmp_path / "bert.dot"
+    sibling.write_text("the user's own DOT file")
     env = {**os.environ, "PATH": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, "-m", "bertgraph", "render", "bert-tiny", "-o", str(target)],
@@ -186,9 +188,10 @@ def test_missing_dot_names_the_package_and_keeps_the_dot(tmp_path: Path) -> None
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
     assert "install the graphviz package" in result.stderr and "apt-get install graphviz" in result.stderr
-    assert f"wrote the DOT source to {tmp_path / 'bert.dot'}" in result.stderr
-    assert not target.exists()
-    assert (tmp_path / "bert.dot").read_text().startswith("digraph bertgraph {")
+    assert "or write DOT (-o bert.dot) or Mermaid (.mmd, .md), which need no Graphviz" in result.stderr
+    # Only the file the user named may be written, and it could not be: nothing changed.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bert.dot"]
+    assert sibling.read_text() == "the user's own DOT file"
 
 
 def test_write_functions(traced: Callable[..., Architecture], tmp_path: Path) -> None:

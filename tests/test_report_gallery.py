@@ -131,5 +131,5 @@ def test_gallery_refuses_a_file_as_folder(tmp_path: Path, capsys: pytest.Capture
     target = tmp_path / "file"
     target.write_text("x")
     assert main(["gallery", "-o", str(target)]) == 1
-    assert "is a file; give a folder" in capsys.readouterr().err
+    assert "it is a regular file; give a folder" in capsys.readouterr().err
     shutil.rmtree(tmp_path / "nothing", ignore_errors=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.errors import BertgraphError, RenderError
+from bertgraph.errors import BertgraphError
 
 SUFFIX_FORMATS = {
     ".svg": "svg",
@@ -72,8 +72,9 @@ def write_diagram(
     ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours
     nodes by their share of the model total; graph files ignore it (they carry every figure).
 
-    When Graphviz is missing for an image format, the DOT source is written beside
-    ``path`` (same name, ``.dot``) before the error is raised, so no work is lost.
+    Only ``path`` is written. An image needs Graphviz: when ``dot`` is missing, or the
+    diagram is too large for it to lay out in reasonable time, the error says which
+    format or option does the job instead.
     """
     from bertgraph.files import write_atomic
 
@@ -110,17 +111,29 @@ def write_diagram(
         data = views.view(graph, depth, fold=fold)
         text = graph_io.graph_file_text(data, fmt)
         return write_atomic(path, text)
+    if fmt == "dot":
+        from bertgraph.render import dot
+
+        return write_atomic(path, dot.generate_dot(graph, depth=depth, **options))
+    return write_atomic(path, render_image(graph, fmt, depth=depth, output=path, **options))
+
+
+def render_image(
+    graph: nx.DiGraph,
+    fmt: str,
+    *,
+    depth: int = 2,
+    fold: bool = True,
+    theme: str = "light",
+    compare: nx.DiGraph | None = None,
+    annotate: str | None = None,
+    output: Path | None = None,
+) -> bytes:
+    """SVG, PNG or PDF bytes of the diagram, laid out by Graphviz (checked to be feasible first)."""
     from bertgraph.render import dot, graphviz_run
 
-    source = dot.generate_dot(graph, depth=depth, dpi=PNG_DPI if fmt == "png" else None, **options)
-    if fmt == "dot":
-        return write_atomic(path, source)
-    try:
-        image = graphviz_run.render(source, fmt)
-    except RenderError as error:
-        if str(error) == graphviz_run.INSTALL_HINT:
-            fallback = path.with_suffix(".dot")
-            write_atomic(fallback, dot.generate_dot(graph, depth=depth, **options))
-            raise RenderError(f"{error}; wrote the DOT source to {fallback} instead") from error
-        raise
-    return write_atomic(path, image)
+    graphviz_run.require_dot(output)
+    diagram = dot.build(graph, depth, fold, compare, annotate=annotate)
+    graphviz_run.check_size(len(diagram.edges))
+    source = "\n".join(dot.generate_lines(diagram, theme, PNG_DPI if fmt == "png" else None)) + "\n"
+    return graphviz_run.render(source, fmt)

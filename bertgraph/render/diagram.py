@@ -18,7 +18,7 @@ import networkx as nx
 
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats
-from bertgraph.graph.views import display_levels, display_name, in_backbone, is_within, view
+from bertgraph.graph.views import OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import figures
 from bertgraph.render.style import KIND_NAMES, node_kind
 
@@ -375,8 +375,10 @@ def build_diagram(
     ``prefix`` namespaces ids (for side-by-side comparisons); ``changed`` lists display
     paths of modules that differ from the compared model, which are highlighted.
     ``annotate`` (``params``, ``flops`` or ``memory``) puts that figure on every node and
-    colours nodes by their share of the model total instead of by kind.
+    colours nodes by their share of the model total instead of by kind. A depth above
+    :data:`~bertgraph.graph.views.OPERATOR_LEVEL` draws, and is titled, as that level.
     """
+    depth = min(depth, OPERATOR_LEVEL)
     annotator = None
     if annotate:
         graph = _with_costs(graph, annotate)
@@ -489,6 +491,7 @@ def build_comparison(
     first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold: bool = True, annotate: str | None = None
 ) -> Diagram:
     """Two variants side by side; modules only one of them has are highlighted."""
+    depth = min(depth, OPERATOR_LEVEL)
     difference = stats.diff(first, second)
     only_first = {m["module"] for m in difference["removed"]} | {m["module"] for m in difference["changed"]}
     only_second = {m["module"] for m in difference["added"]} | {m["module"] for m in difference["changed"]}

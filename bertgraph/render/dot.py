@@ -203,12 +203,20 @@ def generate_dot(
 
     ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share.
     """
-    diagram = (
-        build_comparison(graph, compare, depth, fold, annotate=annotate)
-        if compare is not None
-        else build_diagram(graph, depth, fold, annotate=annotate)
-    )
-    return "\n".join(generate_lines(diagram, theme, dpi)) + "\n"
+    return "\n".join(generate_lines(build(graph, depth, fold, compare, annotate), theme, dpi)) + "\n"
+
+
+def build(
+    graph: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    compare: nx.DiGraph | None = None,
+    annotate: str | None = None,
+) -> Diagram:
+    """The diagram of ``graph``, or of both graphs side by side when ``compare`` is given."""
+    if compare is not None:
+        return build_comparison(graph, compare, depth, fold, annotate=annotate)
+    return build_diagram(graph, depth, fold, annotate=annotate)
 
 
 def write_dot(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:

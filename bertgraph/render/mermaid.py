@@ -16,6 +16,7 @@ import networkx as nx
 
 from bertgraph.errors import RenderError
 from bertgraph.files import write_atomic
+from bertgraph.graph.views import OPERATOR_LEVEL
 from bertgraph.render import style
 from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build_comparison, build_diagram
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
@@ -146,6 +147,7 @@ def generate_mermaid(
     characters, folds repeats, then steps to shallower depths, noting each step.
     ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share.
     """
+    depth = min(depth, OPERATOR_LEVEL)
     notes: list[str] = []
     attempts = [(depth, fold)] + ([(depth, True)] if not fold else [])
     attempts += [(d, True) for d in range(depth - 1, -1, -1)]
