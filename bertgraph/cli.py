@@ -308,7 +308,9 @@ def _tables(
     fmt: str, data: dict[str, Any], text: Callable[[dict[str, Any]], Any], markdown: Callable[[dict[str, Any]], Any]
 ) -> str:
     if fmt == "json":
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        from bertgraph.render.escape import json_text
+
+        return json_text(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
     lines = text(data) if fmt == "text" else markdown(data)
     return "\n".join(lines) + "\n"
 

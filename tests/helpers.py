@@ -40,7 +40,22 @@ HOSTILE_NAMES = [
     "classDef",
     "subgraph",
     "<br/>",
+    "%%{init: {'theme': 'dark'}}%%",
+    "%% a comment",
+    "bell\x07 escape\x1b[31m nul\x00",
+    "c1\x85\x9b",
+    "user\u202etxt-exe",
+    "\u2066isolate\u2069 \u202aembed\u202c",
+    "line\u2028sep",
 ]
+
+# Characters that reorder or hide text around them; no diagram, table or page may carry them raw.
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def fuzz_examples(default: int) -> int:
+    """Examples per generated-input test: ``default``, or ``$BERTGRAPH_FUZZ_EXAMPLES`` for a long run."""
+    return int(os.environ.get("BERTGRAPH_FUZZ_EXAMPLES", default))
 
 
 def _rename(path: str, mapping: dict[str, str]) -> str:

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
+import networkx as nx
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from bertgraph.api import Architecture
-from bertgraph.render import graphviz_run
-from bertgraph.render.escape import markdown_text, visible
+from bertgraph.graph import io as graph_io
+from bertgraph.render import graphviz_run, report, text
+from bertgraph.render.escape import markdown_text, visible, xml_text
 from tests.conftest import require
-from tests.helpers import HOSTILE_NAMES, rename_modules, squash
+from tests.helpers import BIDI_CONTROLS, HOSTILE_NAMES, fuzz_examples, rename_modules, squash
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 
 # PyTorch forbids "." in module names (it separates path components) and an empty name.
@@ -23,7 +28,11 @@ names = st.one_of(
     st.text(st.characters(blacklist_characters=".", blacklist_categories=("Cs",)), min_size=1, max_size=24),
     st.lists(
         st.sampled_from(
-            ['"', "<", ">", "&", "#", ";", "|", "{", "}", "[", "]", "`", "\\", "\n", ":", "end", "style", "é", "模"]
+            [
+                *['"', "<", ">", "&", "#", ";", "|", "{", "}", "[", "]", "`", "\\", "\n", ":", "end", "style"],
+                *["é", "模", "%%", "%%{", "}%%", "%", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ufeff", "\ufffe"],
+                *BIDI_CONTROLS,
+            ]
         ),
         min_size=1,
         max_size=12,
@@ -45,15 +54,19 @@ def hostile_arch(traced: Callable[..., Architecture], head_name: str, part_name:
 
 
 @pytest.mark.dot
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=fuzz_examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(head_name=names, part_name=names)
 @example(head_name="\\\\", part_name="a\\b\\nc")
 @example(head_name="]", part_name='say "hi"')
+@example(head_name="user\u202etxt-exe", part_name="%%{init: {}}%%")
 def test_dot_shows_hostile_names(traced: Callable[..., Architecture], head_name: str, part_name: str) -> None:
     require(graphviz_run_available(), "Graphviz dot is not installed")
     arch = hostile_arch(traced, head_name, part_name)
     for depth in (2, 3):
-        svg = graphviz_run.render(arch.to_dot(depth), "svg")
+        source = arch.to_dot(depth)
+        _no_hidden(source)
+        svg = graphviz_run.render(source, "svg")
+        _no_hidden(svg.decode("utf-8"))
         root = ET.fromstring(svg)
         text = squash("".join("".join(t.itertext()) for t in root.iter(SVG_TEXT)))
         assert expected(head_name) in text
@@ -67,7 +80,7 @@ def graphviz_run_available() -> bool:
 
 
 @pytest.mark.browser
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=fuzz_examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(st.tuples(names, names), min_size=8, max_size=8))
 def test_mermaid_shows_hostile_names(traced: Callable[..., Architecture], batch: list[tuple[str, str]]) -> None:
     reason = browser_available()
@@ -77,16 +90,18 @@ def test_mermaid_shows_hostile_names(traced: Callable[..., Architecture], batch:
     for index, (head_name, part_name) in enumerate(batch):
         arch = hostile_arch(traced, head_name, part_name)
         diagrams[f"d{index}"] = arch.to_mermaid(2 + index % 2)
+        _no_hidden(diagrams[f"d{index}"])
     results = render_mermaid(diagrams)
     for index, (head_name, part_name) in enumerate(batch):
         result = results[f"d{index}"]
         assert result.ok, (head_name, part_name, result.error)
+        _no_hidden(result.svg)
         text = squash(svg_text(result.svg))
         assert expected(head_name) in text, head_name
         assert expected(part_name) in text, part_name
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=fuzz_examples(200), deadline=None)
 @given(name=names)
 def test_markdown_cells_show_hostile_names(name: str) -> None:
     html = MarkdownIt("commonmark").enable("table").render(f"| a | b |\n|---|---|\n| {markdown_text(name)} | x |\n")
@@ -95,3 +110,92 @@ def test_markdown_cells_show_hostile_names(name: str) -> None:
     first = next(cells)
     shown = "".join(first.itertext())
     assert squash(shown) == expected(name)
+
+
+def _no_hidden(text: str) -> None:
+    """No bidi control, C0/C1 control (except tab and newline) or lone surrogate passes through raw."""
+    assert not any(char in BIDI_CONTROLS for char in text), "raw bidi control"
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]", text), "raw control character"
+
+
+def hostile_ids(graph: nx.DiGraph, mapping: dict[str, str]) -> nx.DiGraph:
+    """Node ids carry module names too (``classifier:linear``), as ONNX node names do."""
+
+    def rename(node: str) -> str:
+        path, _, op = node.partition(":")
+        return ".".join(mapping.get(part, part) for part in path.split(".")) + (f":{op}" if op else "")
+
+    return nx.relabel_nodes(graph, {node: rename(node) for node in graph.nodes})
+
+
+@settings(max_examples=fuzz_examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(head_name=names, part_name=names)
+@example(head_name="bell\x07\x00", part_name="\x1b[2J")
+def test_graphml_and_json_of_hostile_names_are_read_back(
+    traced: Callable[..., Architecture], head_name: str, part_name: str
+) -> None:
+    mapping = {"classifier": head_name, "embeddings": part_name}
+    arch = hostile_arch(traced, head_name, part_name)
+    graph = hostile_ids(arch.graph, mapping)
+    graphml = graph_io.graph_file_text(graph, "graphml")
+    ET.fromstring(graphml.encode("utf-8"))  # a plain XML parser accepts it
+    plain = nx.read_graphml(io.BytesIO(graphml.encode("utf-8")))  # and so does networkx alone
+    assert plain.number_of_nodes() == graph.number_of_nodes()
+    shown = {data["module"] for _, data in plain.nodes(data=True)}
+    assert xml_text(head_name) in shown and any(xml_text(part_name) in module.split(".") for module in shown)
+    data = json.loads("".join(graph_io.generate_json(graph)).encode("utf-8"))
+    back = nx.node_link_graph(data, edges="edges")
+    assert {d["module"] for _, d in back.nodes(data=True)} == {d["module"] for _, d in graph.nodes(data=True)}
+
+
+@settings(max_examples=fuzz_examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(head_name=names, part_name=names)
+@example(head_name="a|b`c", part_name="user\u202etxt-exe")
+def test_report_and_tables_show_hostile_names(
+    traced: Callable[..., Architecture], head_name: str, part_name: str
+) -> None:
+    arch = hostile_arch(traced, head_name, part_name)
+    base = traced("bert-tiny").graph
+    markdown = report.generate_report(arch.graph, base=base, svg_name=f"{head_name}.svg")
+    _no_hidden(markdown)
+    html = MarkdownIt("commonmark").enable("table").render(markdown)
+    _no_hidden(html)
+    cells = squash("".join("".join(td.itertext()) for td in _html_tree(html).iter("td")))
+    assert expected(head_name) in cells and expected(part_name) in cells
+    for lines in (
+        text.generate_summary(arch.summary()),
+        text.generate_params(arch.params()),
+        text.generate_diff(Architecture(base).diff(arch)),
+    ):
+        for line in lines:
+            _no_hidden(line)
+            assert "\n" not in line
+
+
+def _html_tree(html: str) -> ET.Element:
+    """markdown-it's HTML as an element tree (void elements closed; entities decoded)."""
+    from html.parser import HTMLParser
+
+    root = ET.Element("root")
+    stack = [root]
+
+    class Builder(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            element = ET.SubElement(stack[-1], tag)
+            if tag not in ("br", "img", "hr"):
+                stack.append(element)
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag not in ("br", "img", "hr") and len(stack) > 1:
+                stack.pop()
+
+        def handle_data(self, data: str) -> None:
+            element = stack[-1]
+            if len(element):
+                element[-1].tail = (element[-1].tail or "") + data
+            else:
+                element.text = (element.text or "") + data
+
+    builder = Builder(convert_charrefs=True)
+    builder.feed(html)
+    return root

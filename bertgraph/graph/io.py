@@ -14,7 +14,9 @@ from typing import Any
 
 import networkx as nx
 
+from bertgraph.files import write_atomic
 from bertgraph.graph.schema import JSON_ATTRS, ordered_copy
+from bertgraph.render.escape import json_text, xml_text
 
 # --- node-link JSON --------------------------------------------------------------------
 
@@ -34,12 +36,12 @@ def from_node_link(data: dict[str, Any]) -> nx.DiGraph:
 
 def generate_json(graph: nx.DiGraph) -> Iterable[str]:
     """Node-link JSON text, keys sorted so that the same graph gives the same bytes."""
-    yield json.dumps(to_node_link(graph), sort_keys=True, indent=1, ensure_ascii=False)
+    yield json_text(json.dumps(to_node_link(graph), sort_keys=True, indent=1, ensure_ascii=False))
     yield "\n"
 
 
 def write_json(graph: nx.DiGraph, path: str | Path) -> None:
-    Path(path).write_text("".join(generate_json(graph)), encoding="utf-8")
+    write_atomic(path, "".join(generate_json(graph)))
 
 
 def read_json(path: str | Path) -> nx.DiGraph:
@@ -55,7 +57,9 @@ def _encode(attrs: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if isinstance(value, (list, dict, tuple)):
-            encoded[key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            encoded[key] = xml_text(json.dumps(value, sort_keys=True, ensure_ascii=False))
+        elif isinstance(value, str):
+            encoded[key] = xml_text(value)
         else:
             encoded[key] = value
     return encoded
@@ -68,15 +72,35 @@ def _decode(attrs: dict[str, Any]) -> None:
 
 
 def graphml_ready(graph: nx.DiGraph) -> nx.DiGraph:
-    """A copy in execution order whose list and mapping attributes are JSON text, as GraphML needs."""
+    """A copy in execution order whose list and mapping attributes are JSON text, as GraphML needs.
+
+    Characters XML 1.0 cannot hold (control characters in an ONNX node name) become
+    U+FFFD in ids and values (:func:`~bertgraph.render.escape.xml_text`), so the file
+    stays XML that any reader parses; everything else is kept exactly.
+    """
     ordered = ordered_copy(graph)
     ready = nx.DiGraph()
     ready.graph.update(_encode(ordered.graph))
+    ids = _xml_ids(ordered)
     for node, data in ordered.nodes(data=True):
-        ready.add_node(node, **_encode(data))
+        ready.add_node(ids[node], **_encode(data))
     for source, target, data in ordered.edges(data=True):
-        ready.add_edge(source, target, **_encode(data))
+        ready.add_edge(ids[source], ids[target], **_encode(data))
     return ready
+
+
+def _xml_ids(graph: nx.DiGraph) -> dict[Any, str]:
+    """Node ids as XML text, kept distinct when two differ only in what XML cannot hold."""
+    ids: dict[Any, str] = {}
+    taken: set[str] = set()
+    for node in graph.nodes:
+        base = candidate = xml_text(str(node))
+        number = 2
+        while candidate in taken:
+            candidate, number = f"{base}~{number}", number + 1
+        taken.add(candidate)
+        ids[node] = candidate
+    return ids
 
 
 def generate_graphml(graph: nx.DiGraph) -> Iterable[str]:
@@ -84,7 +108,7 @@ def generate_graphml(graph: nx.DiGraph) -> Iterable[str]:
 
 
 def write_graphml(graph: nx.DiGraph, path: str | Path) -> None:
-    Path(path).write_text(graph_file_text(graph, "graphml"), encoding="utf-8")
+    write_atomic(path, graph_file_text(graph, "graphml"))
 
 
 def read_graphml(path: str | Path) -> nx.DiGraph:

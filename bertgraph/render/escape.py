@@ -1,26 +1,89 @@
 """All escaping, one function per format and purpose, each pure and tested by doctest.
 
-Module names come from user checkpoints and may hold anything: quotes, brackets,
-``<script>``, ``#``, ``|``, reserved words, newlines, any unicode. Every label a
-renderer writes goes through one of these functions.
+Module names come from user checkpoints and ONNX files and may hold anything: quotes,
+brackets, ``<script>``, ``#``, ``|``, ``%%{``, reserved words, newlines, control and
+bidirectional-override characters, any unicode. Every label a renderer writes goes
+through one of these functions. The module is a leaf (no bertgraph imports), so the
+graph files of :mod:`bertgraph.graph.io` use it too.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
-# Control characters other than tab and newline cannot appear in XML (SVG) or in most
-# viewers; they are shown as the replacement character instead of breaking the output.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Characters no reader should receive raw: C0 and C1 control characters other than tab
+# and newline (XML forbids most; terminals act on them), the bidirectional embedding,
+# override and isolate controls that reorder the text around them (U+202A-U+202E,
+# U+2066-U+2069, "Trojan Source"), lone surrogates (not encodable as UTF-8) and the two
+# noncharacters XML forbids. Each is shown as U+FFFD, the replacement character.
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+# What XML 1.0 cannot hold (GraphML): the characters it forbids, and the carriage return,
+# which every XML parser turns into a line feed. Everything else stays as it is.
+_NOT_XML = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def visible(text: str) -> str:
-    """``text`` with carriage returns dropped and other control characters made visible.
+    r"""``text`` with carriage returns dropped and hidden characters (see ``_HIDDEN``) shown as U+FFFD.
 
-    >>> visible("a\\r\\nb\\x00c")
-    'a\\nb\\ufffdc'
+    >>> visible("a\r\nb\x00c")
+    'a\nb\ufffdc'
+    >>> visible("user\u202e\u2066gpj.exe"), visible("\x1b[2J"), visible("\ud800")
+    ('user\ufffd\ufffdgpj.exe', '\ufffd[2J', '\ufffd')
+    >>> visible("עברית and العربية stay as they are")
+    'עברית and العربية stay as they are'
     """
-    return _CONTROL.sub("\ufffd", text.replace("\r", ""))
+    return _HIDDEN.sub("\ufffd", text.replace("\r", ""))
+
+
+# --- XML data (GraphML) ------------------------------------------------------------------
+
+
+def xml_text(text: str) -> str:
+    r"""Text XML 1.0 can hold: the characters it forbids become U+FFFD; nothing else changes.
+
+    GraphML is data, not a picture, so names keep every character XML allows (bidi
+    controls included); the XML writer escapes ``<``, ``&`` and quotes itself.
+
+    >>> xml_text("a\x00b\x1b\tc\n<d>\r")
+    'a\ufffdb\ufffd\tc\n<d>\ufffd'
+    >>> xml_text("\u202e kept")
+    '\u202e kept'
+    """
+    return _NOT_XML.sub("\ufffd", text)
+
+
+# --- JSON data ---------------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(dumped: str) -> str:
+    r"""JSON text from ``json.dumps(..., ensure_ascii=False)`` made encodable as UTF-8.
+
+    JSON is data, so every character is kept; a lone surrogate (which UTF-8 cannot
+    encode) is written as its ``\uXXXX`` escape, which JSON readers decode back.
+
+    >>> import json
+    >>> text = json_text(json.dumps({"name": "a\udc80b"}, ensure_ascii=False))
+    >>> print(text)
+    {"name": "a\udc80b"}
+    >>> json.loads(text)["name"] == "a\udc80b"
+    True
+    """
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", dumped)
+
+
+# --- terminal ------------------------------------------------------------------------------
+
+
+def terminal_text(text: str) -> str:
+    r"""Text in a plain-text table: nothing a terminal would act on, on one line.
+
+    >>> terminal_text("evil\x1b]0;title\x07"), terminal_text("two\nlines")
+    ('evil\ufffd]0;title\ufffd', 'two\u2424lines')
+    """
+    return visible(text).replace("\n", "\u2424")
 
 
 # --- Graphviz DOT ------------------------------------------------------------------------
@@ -161,6 +224,8 @@ def mermaid_text(text: str) -> str:
     'say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt; #amp; #96;x#96;'
     >>> mermaid_text("a\\nb"), mermaid_text("end | [x] {y};"), mermaid_text("style:#")
     ('a<br/>b', 'end | [x] {y};', 'style#58;#35;')
+    >>> print(mermaid_text('%%{init: {"theme": "dark"}}%%'))
+    #37;#37;{init#58; {#quot;theme#quot;#58; #quot;dark#quot;}}#37;#37;
     """
     out = []
     for char in visible(text):
@@ -185,6 +250,8 @@ _MERMAID_ENTITIES = {
     # Mermaid drops the last ";" of a line that has "style"/"classDef" then ":" then "#": with
     # no raw ":" in a label, a module named "style" cannot trigger that.
     ":": "#58;",
+    # "%%" starts a comment and "%%{" a directive anywhere in the text, even inside quotes.
+    "%": "#37;",
 }
 
 
@@ -218,3 +285,25 @@ def markdown_text(text: str) -> str:
         return {"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(char, "\\" + char)
 
     return _MARKDOWN_SPECIAL.sub(replace, visible(text)).replace("\n", "<br>")
+
+
+def markdown_code(text: str) -> str:
+    r"""Inline code (shapes, names) in a table cell; text a code span cannot hold is escaped instead.
+
+    >>> print(markdown_code("[batch, seq, 768]"), markdown_code("a`b|c"), markdown_code("x\u202ey"))
+    `[batch, seq, 768]` a\`b\|c `x�y`
+    """
+    shown = visible(text)
+    if any(char in shown for char in "`|\n") or not shown.strip():
+        return markdown_text(text)
+    return f"`{shown}`"
+
+
+def markdown_url(path: str) -> str:
+    """A relative file name as a Markdown link destination, percent-encoded: spaces,
+    parentheses and brackets in a file name cannot end the link early.
+
+    >>> markdown_url("my model (v2).svg"), markdown_url("bert-depth2.svg")
+    ('my%20model%20%28v2%29.svg', 'bert-depth2.svg')
+    """
+    return quote(visible(path), safe="/-_.~")

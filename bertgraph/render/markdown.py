@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bertgraph.render import figures, text
+from bertgraph.render.escape import markdown_code as code
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.render.text import module_label
 
@@ -16,11 +17,6 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence
     yield "|" + "|".join("---:" if r else "---" for r in right) + "|"
     for row in rows:
         yield "| " + " | ".join(row) + " |"
-
-
-def code(text: str) -> str:
-    """Inline code for text without backticks (shapes, numbers); other text is escaped."""
-    return f"`{text}`" if "`" not in text and "|" not in text else md(text)
 
 
 def generate_param_groups(stats: dict[str, Any]) -> Iterable[str]:

@@ -10,6 +10,7 @@ import networkx as nx
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats as tables
 from bertgraph.render import figures, markdown, mermaid
+from bertgraph.render.escape import markdown_code, markdown_url
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.version import __version__
 
@@ -91,9 +92,9 @@ def generate_report_lines(
     yield "## Architecture"
     yield ""
     if svg_name:
-        yield f"![{md(name)} with the {md(head)} head]({svg_name})"
+        yield f"![{md(name)} with the {md(head)} head]({markdown_url(svg_name)})"
         yield ""
-        yield f"The diagram above is [{md(svg_name)}]({svg_name}); the same architecture as Mermaid:"
+        yield f"The diagram above is [{md(svg_name)}]({markdown_url(svg_name)}); the same architecture as Mermaid:"
         yield ""
     diagram = mermaid.generate_mermaid(graph, depth=depth)
     for note in diagram.notes:
@@ -128,7 +129,7 @@ def generate_report_lines(
         yield from markdown.generate_diff_table(difference)
         yield ""
         outputs = ", ".join(
-            f"`{md(o['name'])}` {markdown.code(figures.shape(o['shape']))}" for o in difference["b"]["outputs"]
+            f"{markdown_code(o['name'])} {markdown_code(figures.shape(o['shape']))}" for o in difference["b"]["outputs"]
         )
         base_class = str(base.graph.get(g.G_MODEL_CLASS, ""))
         yield (

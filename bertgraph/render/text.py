@@ -6,11 +6,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bertgraph.render import figures
+from bertgraph.render.escape import terminal_text
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence[bool]) -> Iterable[str]:
-    """Aligned columns with a rule under the header; ``right`` marks numeric columns."""
-    body = [list(r) for r in rows]
+    """Aligned columns with a rule under the header; ``right`` marks numeric columns.
+
+    Every cell is shown safely (:func:`~bertgraph.render.escape.terminal_text`): a module
+    name cannot move the cursor, recolour the terminal or break a row.
+    """
+    body = [[terminal_text(cell) for cell in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
@@ -24,7 +29,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence
 
 
 def title(stats: dict[str, Any]) -> str:
-    return f"{stats['model']} · {stats['model_class']} (head: {stats['head']})"
+    return terminal_text(f"{stats['model']} · {stats['model_class']} (head: {stats['head']})")
 
 
 def generate_params(stats: dict[str, Any]) -> Iterable[str]:
@@ -86,9 +91,9 @@ def module_label(row: dict[str, Any]) -> str:
 def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     """The module tree with sizes, output shapes, parameters and share."""
     rows = summary["rows"]
-    yield f"{summary['model']} · {summary['model_class']} (head: {summary['head']})"
+    yield title(summary)
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
-    yield f"example input: {example}; shapes show these dims by name"
+    yield terminal_text(f"example input: {example}; shapes show these dims by name")
     yield ""
     body = []
     for index, row in enumerate(rows):
@@ -117,7 +122,7 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
 def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
     """What a head adds and removes, with parameter deltas."""
     a, b = diff["a"], diff["b"]
-    yield (
+    yield terminal_text(
         f"{a['model']}: {a['head']} ({a['model_class']}, {figures.count(a['total'])} parameters) → "
         f"{b['head']} ({b['model_class']}, {figures.count(b['total'])} parameters)"
     )
@@ -142,7 +147,7 @@ def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
     yield ""
     outs_a = ", ".join(f"{o['name']} {figures.shape(o['shape'])}" for o in a["outputs"])
     outs_b = ", ".join(f"{o['name']} {figures.shape(o['shape'])}" for o in b["outputs"])
-    yield f"outputs: {outs_a} → {outs_b}"
+    yield terminal_text(f"outputs: {outs_a} → {outs_b}")
     yield f"net change: {diff['delta']:+,} parameters"
 
 
