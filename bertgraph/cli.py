@@ -414,7 +414,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             if value is not None:
                 raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
     check_writable(args.output)
-    if fmt in graphviz_run.FORMATS:
+    if fmt in (*graphviz_run.FORMATS, "html"):
         graphviz_run.require_dot(args.output)
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None

@@ -18,6 +18,7 @@ from bertgraph.api import Architecture
 from bertgraph.graph import io as graph_io
 from bertgraph.render import graphviz_run, report, text
 from bertgraph.render.escape import markdown_text, visible, xml_text
+from bertgraph.render.html import generate_html
 from tests.conftest import require
 from tests.helpers import BIDI_CONTROLS, HOSTILE_NAMES, fuzz_examples, rename_modules, squash
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
@@ -199,3 +200,33 @@ def _html_tree(html: str) -> ET.Element:
     builder = Builder(convert_charrefs=True)
     builder.feed(html)
     return root
+
+
+@pytest.mark.dot
+@settings(max_examples=fuzz_examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(head_name=names, part_name=names)
+@example(head_name="user\u202etxt-exe", part_name="\u2066a\u2069\x1b[2J")
+def test_html_page_carries_no_hidden_characters(
+    traced: Callable[..., Architecture], head_name: str, part_name: str
+) -> None:
+    from tests.test_html_page import page_data
+
+    require(graphviz_run_available(), "Graphviz dot is not installed")
+    arch = hostile_arch(traced, head_name, part_name)
+    page = generate_html(arch.graph, depth=2)
+    _no_hidden(page)
+    data = page_data(page)
+    for level in data["levels"]:
+        _no_hidden(json.dumps(level["unpacked"], ensure_ascii=False))
+    shown = squash(" ".join(_strings([level["unpacked"]["nodes"] for level in data["levels"]])))
+    assert expected(head_name) in shown and expected(part_name) in shown
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []

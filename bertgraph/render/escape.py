@@ -10,6 +10,7 @@ graph files of :mod:`bertgraph.graph.io` use it too.
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import quote
 
 # Characters no reader should receive raw: C0 and C1 control characters other than tab
@@ -72,6 +73,22 @@ def json_text(dumped: str) -> str:
     True
     """
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", dumped)
+
+
+def shown_data(value: Any) -> Any:
+    """Plain data a page shows (the interactive page's node details): every string made
+    :func:`visible`, keys included; numbers and structure unchanged.
+
+    >>> shown_data({"module": "a\u202eb", "tensors": [["w\x1b", [2, 3], 6]]})
+    {'module': 'a\ufffdb', 'tensors': [['w\ufffd', [2, 3], 6]]}
+    """
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {shown_data(key): shown_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown_data(item) for item in value]
+    return value
 
 
 # --- terminal ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from bertgraph.graph import schema as g
 from bertgraph.graph.views import display_name, view
 from bertgraph.render import dot, embed, figures, graphviz_run
 from bertgraph.render.diagram import Diagram, build_comparison, build_diagram, lookup_path
+from bertgraph.render.escape import shown_data
 
 DEPTHS = (0, 1, 2, 3, 4)
 DEPTH_NAMES = ("model", "parts", "layers", "inside a layer", "operators")
@@ -167,7 +168,8 @@ def _depth_records(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGrap
         side_graph, side_view = sides[prefix], shown[prefix]
         record = node_details(side_graph, side_view, node.id[len(prefix) :], node.title, node.kind)
         nodes[ids[node.id]] = record
-    return source, {"title": diagram.title, "subtitle": diagram.subtitle, "nodes": nodes}
+    graphviz_run.check_size(len(diagram.edges))
+    return source, shown_data({"title": diagram.title, "subtitle": diagram.subtitle, "nodes": nodes})
 
 
 def _layouts(sources: list[str]) -> list[str]:
