@@ -564,11 +564,6 @@ def run() -> None:
     sys.exit(status)
 
 
-def _one_line(text: str) -> str:
-    """Messages are one line even when they quote user text that holds line breaks."""
-    return " ".join(text.split("\n")).replace("\r", " ")
-
-
 def _silence_stdout() -> None:
     """Point standard output at /dev/null, so the flush at exit cannot fail again."""
     try:
@@ -591,7 +586,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return COMMANDS[args.command](args)
     except UsageError as error:
-        print(f"bertgraph: error: {error}", file=sys.stderr)
+        from bertgraph.errors import one_line
+
+        print(f"bertgraph: error: {one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bertgraph: interrupted", file=sys.stderr)
@@ -601,12 +598,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 141
     except Exception as error:
-        from bertgraph.errors import BertgraphError
+        from bertgraph.errors import BertgraphError, one_line
 
         if debug:
             raise
         if isinstance(error, BertgraphError):
-            print(f"bertgraph: error: {_one_line(str(error))}", file=sys.stderr)
+            print(f"bertgraph: error: {error}", file=sys.stderr)
         elif isinstance(error, MemoryError):
             print(
                 "bertgraph: error: out of memory; close other programs or choose a smaller model "
@@ -616,9 +613,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif isinstance(error, OSError):
             # The environment refused something (a file, a device, a limit): not a bertgraph bug.
             where = f" ({error.filename})" if error.filename else ""
-            print(f"bertgraph: error: {(error.strerror or str(error)).lower()}{where}", file=sys.stderr)
+            print(f"bertgraph: error: {one_line((error.strerror or str(error)).lower() + where)}", file=sys.stderr)
         else:
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            detail = one_line(str(error).strip().splitlines()[0]) if str(error).strip() else ""
             print(
                 f"bertgraph: internal error: {type(error).__name__}: {detail} "
                 "(run again with --debug for the traceback, and please report it)",

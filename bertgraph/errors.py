@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import re
+
+# Line breaks, other control characters and bidi controls a message may quote from user
+# input (a file name, a shard name): shown as escapes, so a message stays one line and
+# cannot act on the terminal it is printed to.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    r"""``text`` on one line, every control character written as its escape.
+
+    >>> print(one_line("bad\nname\x1b[2J\u202e"))
+    bad\nname\x1b[2J\u202e
+    """
+    return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
 
 class BertgraphError(Exception):
     """A problem with the user's input or environment, with what to do about it.
 
     The command line prints ``str(error)`` on one line and exits non-zero; the
-    message therefore names the thing at fault and the next step.
+    message therefore names the thing at fault and the next step. ``str()`` is always
+    one line, whatever the message quotes (:func:`one_line`).
     """
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
 
 class ModelReferenceError(BertgraphError):

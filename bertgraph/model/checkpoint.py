@@ -117,7 +117,10 @@ def _entry(path: Path, name: str, value: Any) -> TensorEntry:
     begin, end = offsets
     if end < begin:
         raise _bad(path, f"tensor {name!r} ends (byte {end:,}) before it begins (byte {begin:,})")
-    nbytes = (math.prod(shape) * DTYPE_BITS[dtype] + 7) // 8
+    bits = math.prod(shape) * DTYPE_BITS[dtype]
+    if bits % 8:
+        raise _bad(path, f"tensor {name!r} ({dtype} × {_brief(shape)}) does not fill a whole number of bytes")
+    nbytes = bits // 8
     if end - begin != nbytes:
         raise _bad(
             path,

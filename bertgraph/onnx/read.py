@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
-from bertgraph.errors import OnnxError, first_line
+from bertgraph.errors import BertgraphError, OnnxError, first_line
+from bertgraph.files import expand_user, path_kind
 from bertgraph.graph import schema as g
 
 if TYPE_CHECKING:
@@ -82,7 +83,10 @@ def read_onnx_graph(path: str | Path) -> nx.DiGraph:
     from bertgraph.onnx import packages
 
     packages.require(packages.READ, "reading an ONNX file")
-    file = Path(path)
+    try:
+        file = expand_user(path)
+    except BertgraphError as error:
+        raise OnnxError(str(error)) from error
     return graph_from_onnx(load_model(file), name=file.stem)
 
 
@@ -91,10 +95,11 @@ def load_model(path: Path) -> onnx.ModelProto:
     import onnx
     from google.protobuf.message import DecodeError
 
-    if path.is_dir():
-        raise OnnxError(f"{path} is a directory; give an .onnx file")
-    if not path.is_file():
+    found = path_kind(path)
+    if found.kind == "missing":
         raise OnnxError(f"no such ONNX file: {path}")
+    if found.kind != "file":
+        raise OnnxError(f"cannot read {path}: it is {found.description}; give an .onnx file")
     try:
         model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError) as error:
@@ -103,7 +108,29 @@ def load_model(path: Path) -> onnx.ModelProto:
         raise OnnxError(f"cannot read {path}: {error.strerror or error}") from error
     if model.ir_version < 1 or not model.opset_import or not model.graph.output:
         raise OnnxError(f"{path} is not an ONNX model (no IR version, opset or graph outputs)")
+    damaged = _undecodable_text(model)
+    if damaged:
+        raise OnnxError(f"{path} is damaged: {damaged} is not UTF-8 text; export the model again")
     return model
+
+
+def _undecodable_text(message: Any, where: str = "the model") -> str | None:
+    """The first text field protobuf could not decode as UTF-8 (ONNX's proto2 strings are not
+    checked on parsing; a damaged name comes back as bytes), or None."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    for field, value in message.ListFields():
+        if field.type == FieldDescriptor.TYPE_STRING:
+            values = value if field.is_repeated else [value]
+            if any(not isinstance(item, str) for item in values):
+                return f"{where}'s {field.name}"
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            items = value if field.is_repeated else [value]
+            for item in items:
+                found = _undecodable_text(item, field.name)
+                if found:
+                    return found
+    return None
 
 
 def graph_from_onnx(model: onnx.ModelProto, name: str = "") -> nx.DiGraph:
