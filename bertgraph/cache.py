@@ -145,12 +145,17 @@ def load(spec: ModelSpec) -> nx.DiGraph | None:
         data = json.loads(body)
     except (OSError, ValueError, RecursionError):
         return None
+    try:
+        return checked_graph(data, spec)
+    except Exception:  # a doubt the checks did not foresee is still a doubt: rebuild, never crash
+        return None
+
+
+def checked_graph(data: Any, spec: ModelSpec) -> nx.DiGraph | None:
+    """The graph in node-link ``data`` when it is sound and describes ``spec``, else None."""
     if node_link_problem(data) is not None:
         return None
-    try:
-        graph = graph_io.from_node_link(data)
-    except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):
-        return None
+    graph = graph_io.from_node_link(data)
     if graph_problem(graph) is not None or _spec_problem(graph, spec) is not None:
         return None
     return graph

@@ -89,6 +89,8 @@ def path_kind(path: Path) -> PathKind:
     """
     try:
         info = path.stat()
+    except ValueError:  # a NUL character, which no file name can hold
+        return PathKind("unreachable", "a file name cannot hold a NUL character")
     except OSError as error:
         if error.errno == errno.ELOOP:
             return PathKind("special", "a symbolic link loop")

@@ -99,7 +99,7 @@ def _no_partial_output(where: Path, expected: set[str]) -> None:
 @st.composite
 def config_files(draw: st.DrawFn) -> bytes:
     """Mostly near-valid configs with a few fields replaced; sometimes text that is barely JSON."""
-    kind = draw(st.sampled_from(["fields", "fields", "fields", "json", "bytes", "nested"]))
+    kind = draw(st.sampled_from(["plausible", "plausible", "fields", "fields", "json", "bytes", "nested"]))
     if kind == "bytes":
         return draw(st.binary(max_size=64))
     if kind == "json":
@@ -108,6 +108,31 @@ def config_files(draw: st.DrawFn) -> bytes:
         depth = draw(st.integers(1, 5000))
         return ('{"id2label": ' + "[" * depth + "]" * depth + "}").encode()
     config: dict[str, Any] = dict(TINY)
+    if kind == "plausible":
+        # Values a real config could hold, near the edges: most are accepted, and then must be right.
+        sizes = st.integers(0, 24)
+        plausible = {
+            "vocab_size": sizes,
+            "hidden_size": st.sampled_from([0, 1, 2, 4, 6, 8, 12]),
+            "num_hidden_layers": st.integers(0, 4),
+            "num_attention_heads": st.sampled_from([0, 1, 2, 3, 4]),
+            "intermediate_size": sizes,
+            "max_position_embeddings": sizes,
+            "type_vocab_size": st.integers(0, 3),
+            "num_labels": st.integers(0, 5),
+            "pad_token_id": st.one_of(st.none(), st.integers(-1, 30)),
+            "hidden_dropout_prob": st.floats(-0.1, 1.1),
+            "layer_norm_eps": st.floats(-1e-6, 1e-3),
+            "tie_word_embeddings": st.booleans(),
+            "is_decoder": st.booleans(),
+            "add_cross_attention": st.booleans(),
+            "chunk_size_feed_forward": st.integers(-1, 3),
+            "hidden_act": st.sampled_from(["gelu", "relu", "tanh", "gelu_new", "swish", "nope"]),
+            "id2label": st.dictionaries(st.sampled_from(["0", "1", "2", "x"]), st.text(max_size=3), max_size=3),
+        }
+        for name in draw(st.lists(st.sampled_from(sorted(plausible)), max_size=4, unique=True)):
+            config[name] = draw(plausible[name])
+        return json.dumps(config).encode()
     fields = [
         *TINY,
         "num_labels",
@@ -524,6 +549,8 @@ def test_cache_entry(
         monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(root))
         spec = resolve("bert-tiny", "token-classification")
         cache.entry_path(spec).write_bytes(content)
+        if kind == "forged":  # the checks themselves never raise, whatever they are shown
+            cache.checked_graph(json.loads(content.split(b"\n", 1)[1]), spec)
         graph = cache.load(spec)
         event(f"{kind}: {'served' if graph is not None else 'rebuilt'}")
         if graph is not None:

@@ -60,7 +60,7 @@ def node_link_problem(data: Any) -> str | None:
         if not isinstance(edge, dict):
             return f"edge {index} is not an object"
         for end in ("source", "target"):
-            if edge.get(end) not in ids:
+            if not isinstance(edge.get(end), str) or edge[end] not in ids:
                 return f"edge {index} names a node that does not exist: {edge.get(end)!r}"
     return None
 

@@ -174,7 +174,7 @@ def read_index(path: Path) -> dict[str, str]:
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise CheckpointError(f"{path} has no weight_map of tensor names to shard files; save the checkpoint again")
     for shard in set(weight_map.values()):
-        if not shard or Path(shard).name != shard or shard in (".", ".."):
+        if not shard or Path(shard).name != shard or shard in (".", "..") or "\x00" in shard:
             raise CheckpointError(f"{path} names shard {shard!r}; shards are file names in the same folder")
     return dict(weight_map)
 
