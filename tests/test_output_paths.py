@@ -210,3 +210,16 @@ def test_closed_pipe_exits_quietly() -> None:
     os.close(writer)
     assert result.returncode == 141
     assert result.stderr == ""
+
+
+def test_gallery_checks_every_file_before_any_work(tmp_path: Path) -> None:
+    folder = tmp_path / "gallery"
+    folder.mkdir()
+    os.mkfifo(folder / "report.md")  # the last file the gallery would write
+    (folder / "bert-depth1.svg").write_text("old")
+    result = probe("gallery", "--model", "bert-tiny", "--no-cache", "-o", str(folder))
+    assert result.returncode == 1
+    assert result.stdout.strip() == "False"  # refused before torch was imported
+    assert f"cannot write {folder / 'report.md'}: it is a FIFO" in result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["bert-depth1.svg", "report.md"]
+    assert (folder / "bert-depth1.svg").read_text() == "old"
