@@ -292,6 +292,8 @@ def _emit(args: argparse.Namespace, text: str) -> None:
 
 def _print_out(text: str) -> None:
     """Write to standard output now, so a full disk is reported here, not lost at exit."""
+    import errno
+
     from bertgraph.errors import BertgraphError
 
     try:
@@ -300,7 +302,8 @@ def _print_out(text: str) -> None:
     except BrokenPipeError:
         raise
     except OSError as error:
-        reason = "no space left on the device" if error.errno == 28 else (error.strerror or str(error)).lower()
+        full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+        reason = "no space left on the device" if full else (error.strerror or str(error)).lower()
         raise BertgraphError(f"cannot write to standard output: {reason}; use -o FILE or free some space") from error
 
 

@@ -115,7 +115,7 @@ def _node_problem(graph: nx.DiGraph) -> str | None:
     kinds = set()
     for node, data in graph.nodes(data=True):
         kind = data.get(g.KIND)
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             return f"node {node!r} has kind {kind!r}"
         kinds.add(kind)
         if not all(isinstance(data.get(key), str) for key in (g.MODULE, g.MODULE_TYPE, g.DTYPE)):
