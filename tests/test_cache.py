@@ -106,6 +106,14 @@ def test_entry_of_the_wrong_shape_is_rebuilt_not_served(
     good = entry.read_bytes()
     graph_data = json.loads(good.split(b"\n", 1)[1])
     empty = {**graph_data, "nodes": [], "edges": []}
+    ends = {n["id"] for n in graph_data["nodes"] if n["kind"] in ("input", "output")}
+    no_ends = {
+        **graph_data,
+        "nodes": [n for n in graph_data["nodes"] if n["id"] not in ends],
+        "edges": [e for e in graph_data["edges"] if e["source"] not in ends and e["target"] not in ends],
+    }
+    stale = json.loads(good.split(b"\n", 1)[0])
+    stale["key"]["versions"]["torch"] = "1.0.0"  # written by another torch: same graph, stale key
     other = resolve("bert-tiny", "sequence-classification")
     load_arch(other)
     for garbage in (
@@ -114,6 +122,8 @@ def test_entry_of_the_wrong_shape_is_rebuilt_not_served(
         _entry_bytes(cache.key_material(spec), []),
         _entry_bytes(cache.key_material(spec), empty),
         _entry_bytes(cache.key_material(spec), {**graph_data, "graph": {}}),
+        _entry_bytes(cache.key_material(spec), no_ends),  # parameters all there, but no inputs or outputs
+        json.dumps(stale).encode() + b"\n" + good.split(b"\n", 1)[1],
         cache.entry_path(other).read_bytes(),  # another model's valid entry under this key
         good[:-10],  # truncated
         good.replace(b'"linear"', b'"lineaR"', 1),  # an edit the digest catches

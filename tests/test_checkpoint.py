@@ -192,6 +192,7 @@ def test_sharded_checkpoint_index(tiny_checkpoint: Path, tmp_path: Path, capsys:
         "{not json": "is not valid JSON",
         "[]": "has no weight_map of tensor names to shard files",
         json.dumps({"weight_map": {"x": "../../etc/passwd"}}): "shards are file names in the same folder",
+        json.dumps({"weight_map": {"x": "two\nlines\x1b[2J"}}): "names shard two\\nlines\\x1b[2J, which",
         json.dumps({"weight_map": {"x": "model-00002.safetensors"}}): "names shard model-00002.safetensors, which",
         json.dumps({"weight_map": {**json.loads(good)["weight_map"], "ghost": "model-00001-of-00001.safetensors"}}): (
             "lists 1 tensor(s) its shards do not hold (first: 'ghost')"
