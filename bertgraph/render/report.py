@@ -58,7 +58,7 @@ def generate_cost_lines(
         )
         yield ""
     if plot_name:
-        yield f"![FLOPs against sequence length, linear layers and attention]({plot_name})"
+        yield f"![FLOPs against sequence length, linear layers and attention]({markdown_url(plot_name)})"
         yield ""
     elif plot_note:
         yield f"*{md(plot_note[0].upper() + plot_note[1:])}.*"
