@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph import cache
+from bertgraph.graph import schema as g
 from bertgraph.cli import main
 from bertgraph.model import resolve
 from tests.helpers import run_with_small_disk
@@ -112,6 +113,13 @@ def test_entry_of_the_wrong_shape_is_rebuilt_not_served(
         "nodes": [n for n in graph_data["nodes"] if n["id"] not in ends],
         "edges": [e for e in graph_data["edges"] if e["source"] not in ends and e["target"] not in ends],
     }
+    def forged_cost(text: object) -> dict[str, object]:
+        """The entry with its first costed node's matmul FLOPs replaced by ``text``."""
+        nodes = [dict(n) for n in graph_data["nodes"]]
+        first = next(n for n in nodes if g.MATMUL_FLOPS in n)
+        first[g.MATMUL_FLOPS] = text
+        return {**graph_data, "nodes": nodes}
+
     stale = json.loads(good.split(b"\n", 1)[0])
     stale["key"]["versions"]["torch"] = "1.0.0"  # written by another torch: same graph, stale key
     other = resolve("bert-tiny", "sequence-classification")
@@ -125,6 +133,9 @@ def test_entry_of_the_wrong_shape_is_rebuilt_not_served(
         _entry_bytes(cache.key_material(spec), no_ends),  # parameters all there, but no inputs or outputs
         json.dumps(stale).encode() + b"\n" + good.split(b"\n", 1)[1],
         cache.entry_path(other).read_bytes(),  # another model's valid entry under this key
+        _entry_bytes(cache.key_material(spec), forged_cost("(batch + seq)**1000000")),  # expands forever
+        _entry_bytes(cache.key_material(spec), forged_cost("seq + seq")),  # not canonical text
+        _entry_bytes(cache.key_material(spec), forged_cost(12)),
         good[:-10],  # truncated
         good.replace(b'"linear"', b'"lineaR"', 1),  # an edit the digest catches
     ):

@@ -46,11 +46,11 @@ def test_a_cached_graph_is_the_fresh_graph_byte_for_byte(tmp_path: Path, monkeyp
 
 @pytest.fixture
 def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A cache holding a valid entry under bert-tiny's real key, renamed: served, it would show."""
+    """A cache holding a sound entry under bert-tiny's real key with one module type renamed: served, it shows."""
     folder = tmp_path / "cache"
     monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(folder))
     graph = bertgraph.trace("bert-tiny", cache=False).graph.copy()
-    graph.graph[g.G_NAME] = "planted-entry"
+    graph.graph[g.G_MODULES]["embeddings"]["type"] = "PlantedEmbeddings"
     cache.store(resolve("bert-tiny"), graph)
     assert cache.load(resolve("bert-tiny")) is not None
     return folder
@@ -59,7 +59,7 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_planted_entry_is_served_from_the_cache(planted: Path) -> None:
     served = _cli(planted, "summary", "bert-tiny")
     assert served.returncode == 0, served.stderr
-    assert served.stdout.startswith("planted-entry · BertModel")
+    assert "embeddings: PlantedEmbeddings" in served.stdout
 
 
 @pytest.mark.parametrize("switch", ["--no-cache", "BERTGRAPH_NO_CACHE=1"])
@@ -70,7 +70,7 @@ def test_no_cache_never_reads_a_filled_cache(planted: Path, switch: str) -> None
     result = _cli(planted, *argv, **env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("bert-tiny · BertModel")
-    assert "planted-entry" not in result.stdout
+    assert "PlantedEmbeddings" not in result.stdout
     assert sorted((p.name, p.read_bytes()) for p in planted.iterdir()) == before  # nor wrote it
 
 

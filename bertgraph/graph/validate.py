@@ -8,11 +8,13 @@ Each returns a short description of the first problem, or None.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import networkx as nx
 
 from bertgraph.graph import schema as g
+from bertgraph.graph.poly import Poly, PolyError
 
 _KINDS = frozenset({g.INPUT, g.OPERATOR, g.OUTPUT})
 
@@ -124,14 +126,45 @@ def _node_problem(graph: nx.DiGraph) -> str | None:
             return f"node {node!r} lacks its op"
         if not _is_shape(data.get(g.SHAPE)) or not _is_int(data.get(g.PARAMS)) or not _is_int(data.get(g.ORDER)):
             return f"node {node!r} has a malformed shape, parameter count or order"
-        for key in (g.PARAM_NAMES, g.SHARED_PARAMS):
+        for key in (g.PARAM_NAMES, g.SHARED_PARAMS, g.COST_UNSUPPORTED):
             if key in data and not _is_str_list(data[key]):
                 return f"node {node!r} has malformed {key}"
+        found = _cost_problem(data)
+        if found:
+            return f"node {node!r} has {found}"
     if kinds != _KINDS:
         return "the graph lacks inputs, operators or outputs"
     if not nx.is_directed_acyclic_graph(graph):
         return "the graph has a cycle"
     return None
+
+
+def _cost_problem(data: dict[str, Any]) -> str | None:
+    """The optional per-op facts the cost pass reads: argument shapes, aliasing, polynomials, bytes."""
+    if g.INPUTS in data and not (isinstance(data[g.INPUTS], list) and all(_is_shape(s) for s in data[g.INPUTS])):
+        return "malformed argument shapes"
+    if g.ALIAS in data and not isinstance(data[g.ALIAS], bool):
+        return "a malformed alias flag"
+    if g.PARAM_BYTES in data and not _is_int(data[g.PARAM_BYTES]):
+        return "malformed parameter bytes"
+    for key in g.POLY_ATTRS:
+        if key in data and not _is_polynomial(data[key]):
+            return f"a {key} that is not a polynomial"
+    return None
+
+
+# Canonical polynomial text never holds parentheses or large powers; anything else is refused
+# before parsing, so a forged entry cannot make the parser expand (a + b)**1000000.
+_UNSAFE_POLY = re.compile(r"[()]|\*\*\d{3,}")
+
+
+def _is_polynomial(value: Any) -> bool:
+    if not isinstance(value, str) or len(value) > 10_000 or _UNSAFE_POLY.search(value):
+        return False
+    try:
+        return str(Poly.parse(value)) == value
+    except PolyError:
+        return False
 
 
 def _edge_problem(graph: nx.DiGraph) -> str | None:
