@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bertgraph import cache
-from bertgraph.graph import schema as g
 from bertgraph.cli import main
+from bertgraph.graph import schema as g
 from bertgraph.model import resolve
 from tests.helpers import run_with_small_disk
 
@@ -113,6 +113,7 @@ def test_entry_of_the_wrong_shape_is_rebuilt_not_served(
         "nodes": [n for n in graph_data["nodes"] if n["id"] not in ends],
         "edges": [e for e in graph_data["edges"] if e["source"] not in ends and e["target"] not in ends],
     }
+
     def forged_cost(text: object) -> dict[str, object]:
         """The entry with its first costed node's matmul FLOPs replaced by ``text``."""
         nodes = [dict(n) for n in graph_data["nodes"]]
