@@ -28,7 +28,7 @@ from bertgraph.model import ModelSpec
 
 FORMAT = 2  # bump when the graph schema changes
 # The code that makes a graph: an edited copy of bertgraph never reads an older graph.
-_GRAPH_CODE = ("model", "tracing", "graph")
+_GRAPH_CODE = ("model", "model/families", "tracing", "graph")
 
 
 def cache_dir() -> Path:
