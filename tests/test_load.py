@@ -126,12 +126,21 @@ def test_unknown_model_names_closest_presets() -> None:
         ("{not json", r"config.json is not valid JSON \(line 1, column 2"),
         ("[1, 2]", "must hold a JSON object"),
         ('{"model_type": "bert", "hidden_size": "big"}', "field 'hidden_size' must be a positive integer, got 'big'"),
-        ('{"model_type": "bert", "num_hidden_layers": 0}', "field 'num_hidden_layers' must be a positive integer, got 0"),
-        ('{"model_type": "bert", "hidden_size": 100, "num_attention_heads": 12}', "hidden_size 100 is not a multiple of"),
+        (
+            '{"model_type": "bert", "num_hidden_layers": 0}',
+            "field 'num_hidden_layers' must be a positive integer, got 0",
+        ),
+        (
+            '{"model_type": "bert", "hidden_size": 100, "num_attention_heads": 12}',
+            "hidden_size 100 is not a multiple of",
+        ),
         ('{"hidden_size": 768}', "config has no model_type.*add one of: bert, roberta, xlm-roberta"),
         ('{"model_type": "gptj"}', "model_type 'gptj' is not supported; bertgraph draws: bert, roberta, .*, bart$"),
         ('{"model_type": "bert", "num_labels": -1}', "field 'num_labels' must be a positive integer"),
-        ('{"model_type": "bert", "hidden_dropout_prob": "x"}', "field 'hidden_dropout_prob' must be a number from 0 to 1"),
+        (
+            '{"model_type": "bert", "hidden_dropout_prob": "x"}',
+            "field 'hidden_dropout_prob' must be a number from 0 to 1",
+        ),
     ],
 )
 def test_malformed_config_names_file_and_field(tmp_path: Path, content: str, message: str) -> None:
