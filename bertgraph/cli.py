@@ -440,9 +440,7 @@ def cmd_onnx(args: argparse.Namespace) -> int:
 
         raise OnnxError(f"ONNX export takes BERT models so far; {spec.name} is a {spec.family.name} model")
     start = time.perf_counter()
-    result = export_onnx_spec(
-        spec, args.output, opset=args.opset, verify=not args.no_verify, progress=_warn
-    )
+    result = export_onnx_spec(spec, args.output, opset=args.opset, verify=not args.no_verify, progress=_warn)
     for line in result.report_lines():
         print(line, file=sys.stderr)
     print(f"wrote {args.output} in {time.perf_counter() - start:.1f} s", file=sys.stderr)

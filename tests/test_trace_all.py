@@ -12,7 +12,6 @@ from bertgraph.model import HEADS, build_model, resolve
 from bertgraph.model.presets import PRESETS
 from bertgraph.tracing import trace
 
-
 BERT_PRESETS = sorted(name for name, config in PRESETS.items() if config["model_type"] == "bert")
 
 

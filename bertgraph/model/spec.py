@@ -85,8 +85,11 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
             minimum=0 if size in _MAY_BE_ZERO else 1,
             nullable=size in family.fallbacks,
         )
-    if family.activation is not None:
-        fields[family.activation] = Field("string")
+    # The family's other fields with defaults: the activation, T5's head size, ModernBERT's period.
+    for name, value in defaults.items():
+        if name not in fields and value is not None:
+            kind = "string" if isinstance(value, str) else "count"
+            fields[name] = Field(kind, default=value)
     for name in config or {}:
         if name.endswith(_PROBABILITY_SUFFIXES):
             fields.setdefault(name, Field("probability", nullable=True))
@@ -94,7 +97,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
             fields.setdefault(name, Field("number"))
     hidden, heads = family.sizes["hidden"], family.sizes["heads"]
     divisible = []
-    if family.head_dim is None or (config is not None and config.get(family.head_dim) is None):
+    head_dim = family.head_dim
+    if head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None):
         divisible.append((hidden, heads))
     if "kv_heads" in family.sizes:
         divisible.append((heads, family.sizes["kv_heads"]))
