@@ -86,6 +86,7 @@ TINY: dict[str, dict[str, Any]] = {
         "d_model": 32,
         "encoder_layers": 3,
         "decoder_layers": 3,
+        "num_hidden_layers": 3,  # an alias of encoder_layers, as published configs have it
         "encoder_attention_heads": 4,
         "decoder_attention_heads": 4,
         "encoder_ffn_dim": 37,

@@ -189,6 +189,14 @@ def test_overrides_set_the_family_fields(model_type: str, tmp_path: Path) -> Non
     assert model.get_input_embeddings().weight.shape[0] == 77
 
 
+def test_size_aliases_must_agree_and_yield_to_overrides(tmp_path: Path) -> None:
+    spec = resolve("bart-base", overrides={"layers": 2})
+    assert "num_hidden_layers" not in spec.config and spec.config["encoder_layers"] == 2
+    (tmp_path / "config.json").write_text(json.dumps({**TINY["bart"], "num_hidden_layers": 5}))
+    with pytest.raises(ConfigError, match="num_hidden_layers 5 and encoder_layers 3 name the same size"):
+        resolve(str(tmp_path))
+
+
 def test_decoder_length_is_its_own_dimension() -> None:
     spec = resolve("t5-small", "seq2seq-lm", seq_len=32)
     assert spec.dim_names == ("batch", "seq", "tgt") and spec.example_shape == (1, 32, 32)

@@ -277,7 +277,7 @@ def resolve(
         raise ConfigError(
             f"--num-labels changes only a head with labels ({', '.join(LABEL_HEADS)}); head {head} has none"
         )
-    config = apply_overrides(normalise(config, family), clean, family)
+    config = apply_overrides(normalise(config, family, origin), clean, family)
     set_by = {
         family.sizes[size]: _flag(option)
         for option in clean
@@ -454,12 +454,23 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def normalise(config: dict[str, Any], family: Family) -> dict[str, Any]:
-    """A copy of ``config`` with size fields under the names the family's config class uses."""
+def normalise(config: dict[str, Any], family: Family, origin: Path) -> dict[str, Any]:
+    """A copy of ``config`` with size fields under the names the family's config class uses.
+
+    transformers reads an alias (BART's ``num_hidden_layers``) as the field it stands for, so
+    the two must agree; the alias is dropped, so that an override of the field is not undone.
+    """
     result = dict(config)
-    for alias, fieldname in family.aliases.items():
-        if alias in result and fieldname not in result:
-            result[fieldname] = result.pop(alias)
+    for alias, name in family.aliases.items():
+        if alias not in result:
+            continue
+        value = result.pop(alias)
+        if name in result and result[name] != value:
+            raise ConfigError(
+                f"{origin}: {alias} {value!r} and {name} {result[name]!r} name the same size; "
+                "remove one or make them agree"
+            )
+        result[name] = value
     return result
 
 

@@ -118,7 +118,13 @@ FAMILY = Family(
             "max_position": "max_position_embeddings",
         }
     ),
-    aliases=frozen({"hidden_size": "d_model", "num_attention_heads": "encoder_attention_heads"}),
+    aliases=frozen(
+        {
+            "hidden_size": "d_model",
+            "num_attention_heads": "encoder_attention_heads",
+            "num_hidden_layers": "encoder_layers",
+        }
+    ),
     stacks=(Stack("encoder.layers", ENCODER), Stack("decoder.layers", DECODER, "decoder_layers")),
     roles=(
         (r"shared|(encoder|decoder)\.embed_tokens", EMBEDDINGS),
