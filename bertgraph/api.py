@@ -21,7 +21,7 @@ DEFAULT_DEPTH = 2
 
 
 class Architecture:
-    """A traced BERT model: its annotated graph and the views, tables and diagrams of it.
+    """A traced model: its annotated graph and the views, tables and diagrams of it.
 
     Examples:
         >>> arch = trace("bert-tiny", head="sequence-classification")  # doctest: +SKIP
@@ -193,17 +193,18 @@ def trace(
     allow_pickle: bool = False,
     **overrides: int,
 ) -> Architecture:
-    """Trace a BERT model offline and return its :class:`Architecture`.
+    """Trace a model offline and return its :class:`Architecture`.
 
     Parameters:
-        model: a preset (``bert-base-uncased``), a directory with config.json, a
-            config.json path, or a hub id in the local cache.
+        model: a preset (``bert-base-uncased``, ``gpt2``, ``t5-small``, …), a directory with
+            config.json, a config.json path, or a hub id in the local cache.
         head: ``base``, ``sequence-classification``, ``token-classification``,
-            ``question-answering``, ``masked-lm``, ``multiple-choice``, ``next-sentence``
-            or ``pretraining``.
+            ``question-answering``, ``masked-lm``, ``multiple-choice``, ``next-sentence``,
+            ``pretraining``, ``causal-lm`` or ``seq2seq-lm`` — those the model's family has.
         seq_len, batch: the example input size (shown symbolically in shapes).
         cache: use the on-disk graph cache.
-        overrides: ``layers``, ``hidden``, ``heads``, ``intermediate``, ``vocab``, ``num_labels``.
+        overrides: ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``intermediate``, ``vocab``,
+            ``num_labels``.
     """
     spec = resolve(model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle)
     return load(spec, use_cache=cache)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bertgraph.api import Architecture
     from bertgraph.model import ModelSpec
 
+# The head vocabulary of bertgraph.model.families.record.HEAD_NAMES (kept here so --help imports nothing).
 HEAD_NAMES = (
     "base",
     "sequence-classification",
@@ -29,6 +30,8 @@ HEAD_NAMES = (
     "multiple-choice",
     "next-sentence",
     "pretraining",
+    "causal-lm",
+    "seq2seq-lm",
 )
 DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
 TABLE_FORMATS = ("text", "markdown", "json")
@@ -78,17 +81,21 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="preset (bert-base-uncased, bert-tiny, …), directory with config.json, "
+        help="preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
         "config.json, cached hub id, or a .onnx file",
     )
     if head:
         parser.add_argument(
-            "--head", default="base", metavar="HEAD", help=f"task head: {', '.join(HEAD_NAMES)} (default: base)"
+            "--head",
+            default="base",
+            metavar="HEAD",
+            help=f"task head: {', '.join(HEAD_NAMES)}, as the model's family has them (default: base)",
         )
     sizes = parser.add_argument_group("config overrides")
-    sizes.add_argument("--layers", type=_positive, help="number of encoder layers")
+    sizes.add_argument("--layers", type=_positive, help="number of layers (of every stack)")
     sizes.add_argument("--hidden", type=_positive, help="hidden size")
     sizes.add_argument("--heads", type=_positive, help="attention heads")
+    sizes.add_argument("--kv-heads", type=_positive, help="key/value heads (grouped-query attention)")
     sizes.add_argument("--intermediate", type=_positive, help="feed-forward size")
     sizes.add_argument("--vocab", type=_positive, help="vocabulary size")
     sizes.add_argument("--num-labels", type=_positive, help="labels of a classification head")
@@ -115,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog="bertgraph",
-        description="See inside a BERT model: module tree, parameters, diagrams (Graphviz, Mermaid), "
+        description="See inside a BERT model, its descendants and the decoder-only and encoder-decoder "
+        "models it is explained against: module tree, parameters, diagrams (Graphviz, Mermaid), "
         "reports and ONNX — offline, from configs, for any size.",
         epilog="Example: bertgraph render bert-base-uncased --head sequence-classification -o bert.svg",
     )
@@ -216,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _overrides(args: argparse.Namespace) -> dict[str, int | None]:
     return {
-        name: getattr(args, name, None) for name in ("layers", "hidden", "heads", "intermediate", "vocab", "num_labels")
+        name: getattr(args, name, None)
+        for name in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "num_labels")
     }
 
 
@@ -501,10 +510,13 @@ def cmd_onnx(args: argparse.Namespace) -> int:
     if _is_onnx(args):
         raise UsageError("MODEL is already an ONNX file; give a preset, a checkpoint directory or config.json")
     check_writable(args.output)
+    spec = _spec(args, args.head)
+    if spec.family.name != "bert":
+        from bertgraph.errors import OnnxError
+
+        raise OnnxError(f"ONNX export takes BERT models so far; {spec.name} is a {spec.family.name} model")
     start = time.perf_counter()
-    result = export_onnx_spec(
-        _spec(args, args.head), args.output, opset=args.opset, verify=not args.no_verify, progress=_warn
-    )
+    result = export_onnx_spec(spec, args.output, opset=args.opset, verify=not args.no_verify, progress=_warn)
     for line in result.report_lines():
         print(line, file=sys.stderr)
     print(f"wrote {args.output} in {time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -68,7 +68,9 @@ def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[st
 
 
 def test_malformed_config_from_the_command_line(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text('{"hidden_size": 64, "num_attention_heads": 4, "vocab_size": "many"}')
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "bert", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": "many"}'
+    )
     result = run("summary", str(tmp_path))
     assert result.returncode == 1
     assert result.stderr.strip() == (

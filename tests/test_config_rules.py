@@ -14,7 +14,13 @@ from bertgraph.model.fields import LIMITS
 from bertgraph.model.spec import BERT_RULES, validate_config
 from tests.helpers import one_line_error
 
-TINY = {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512}
+TINY = {
+    "model_type": "bert",
+    "num_hidden_layers": 2,
+    "hidden_size": 128,
+    "num_attention_heads": 2,
+    "intermediate_size": 512,
+}
 
 
 def model_dir(tmp_path: Path, content: str | bytes, name: str = "m") -> Path:
@@ -41,8 +47,11 @@ def with_tiny(**fields: object) -> str:
         (with_tiny().replace("}", ', "layer_norm_eps": NaN}'), "'layer_norm_eps' must be a finite number"),
         (with_tiny(layer_norm_eps=-1e-12), "'layer_norm_eps' must be a finite number of at least 0, got -1e-12"),
         (with_tiny().replace("}", ', "layer_norm_eps": -Infinity}'), "'layer_norm_eps' must be a finite number"),
-        ('{"vocab_size": 1e40}', "field 'vocab_size' must be a positive integer, got 1e+40"),
-        ('{"vocab_size": 1' + "0" * 40 + "}", "vocab_size of 41 digits is above the limit of 1,000,000,000"),
+        ('{"model_type": "bert", "vocab_size": 1e40}', "field 'vocab_size' must be a positive integer, got 1e+40"),
+        (
+            '{"model_type": "bert", "vocab_size": 1' + "0" * 40 + "}",
+            "vocab_size of 41 digits is above the limit of 1,000,000,000",
+        ),
         (with_tiny(num_hidden_layers=10**9), "num_hidden_layers 1,000,000,000 is above the limit of 1,024"),
         (with_tiny(pad_token_id=500, vocab_size=100), "pad_token_id 500 must be less than vocab_size 100"),
         (with_tiny(is_decoder="yes"), "field 'is_decoder' must be true or false, got 'yes'"),

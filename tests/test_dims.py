@@ -40,7 +40,8 @@ def test_ambiguous_sizes_are_refused() -> None:
 def test_models_with_few_positions_fall_back_to_a_dynamic_export(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert example_sizes(("batch", "seq"), 1) is None
     (tmp_path / "config.json").write_text(
-        '{"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 20, '
+        '{"model_type": "bert", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, '
+        '"intermediate_size": 20, '
         '"vocab_size": 30, "max_position_embeddings": 1}'
     )
     spec = resolve(str(tmp_path))

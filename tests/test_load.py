@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph.errors import ConfigError, ModelReferenceError
-from bertgraph.model import HEADS, resolve
+from bertgraph.model import HEAD_NAMES, resolve
 from bertgraph.model.presets import PRESETS
 
 PUBLISHED = {
@@ -23,6 +23,7 @@ PUBLISHED = {
     "bert-mini": (30522, 256, 4, 4, 1024),
     "bert-small": (30522, 512, 4, 8, 2048),
     "bert-medium": (30522, 512, 8, 8, 2048),
+    "all-MiniLM-L6-v2": (30522, 384, 6, 12, 1536),
 }
 
 
@@ -34,8 +35,8 @@ def test_presets_hold_published_configs(name: str) -> None:
     assert config["max_position_embeddings"] == 512 and config["type_vocab_size"] == 2
 
 
-def test_every_preset_is_covered() -> None:
-    assert set(PRESETS) == set(PUBLISHED)
+def test_every_bert_preset_is_covered() -> None:
+    assert {name for name, config in PRESETS.items() if config["model_type"] == "bert"} == set(PUBLISHED)
 
 
 def test_hub_aliases_resolve_to_presets() -> None:
@@ -124,12 +125,22 @@ def test_unknown_model_names_closest_presets() -> None:
     [
         ("{not json", r"config.json is not valid JSON \(line 1, column 2"),
         ("[1, 2]", "must hold a JSON object"),
-        ('{"hidden_size": "big"}', "field 'hidden_size' must be a positive integer, got 'big'"),
-        ('{"num_hidden_layers": 0}', "field 'num_hidden_layers' must be a positive integer, got 0"),
-        ('{"hidden_size": 100, "num_attention_heads": 12}', "hidden_size 100 is not a multiple of"),
-        ('{"model_type": "roberta"}', "model_type is 'roberta'"),
-        ('{"num_labels": -1}', "field 'num_labels' must be a positive integer"),
-        ('{"hidden_dropout_prob": "x"}', "field 'hidden_dropout_prob' must be a number from 0 to 1"),
+        ('{"model_type": "bert", "hidden_size": "big"}', "field 'hidden_size' must be a positive integer, got 'big'"),
+        (
+            '{"model_type": "bert", "num_hidden_layers": 0}',
+            "field 'num_hidden_layers' must be a positive integer, got 0",
+        ),
+        (
+            '{"model_type": "bert", "hidden_size": 100, "num_attention_heads": 12}',
+            "hidden_size 100 is not a multiple of",
+        ),
+        ('{"hidden_size": 768}', "config has no model_type.*add one of: bert, roberta, xlm-roberta"),
+        ('{"model_type": "gptj"}', "model_type 'gptj' is not supported; bertgraph draws: bert, roberta, .*, bart$"),
+        ('{"model_type": "bert", "num_labels": -1}', "field 'num_labels' must be a positive integer"),
+        (
+            '{"model_type": "bert", "hidden_dropout_prob": "x"}',
+            "field 'hidden_dropout_prob' must be a number from 0 to 1",
+        ),
     ],
 )
 def test_malformed_config_names_file_and_field(tmp_path: Path, content: str, message: str) -> None:
@@ -145,7 +156,7 @@ def test_directory_without_config(tmp_path: Path) -> None:
 
 
 def test_unknown_head_lists_heads() -> None:
-    with pytest.raises(ConfigError, match="unknown head 'sentiment'; choose one of: " + ", ".join(HEADS)):
+    with pytest.raises(ConfigError, match="unknown head 'sentiment'; choose one of: " + ", ".join(HEAD_NAMES)):
         resolve("bert-tiny", "sentiment")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bertgraph.graph import schema as g
@@ -10,9 +12,11 @@ from bertgraph.model import HEADS, build_model, resolve
 from bertgraph.model.presets import PRESETS
 from bertgraph.tracing import trace
 
+BERT_PRESETS = sorted(name for name, config in PRESETS.items() if config["model_type"] == "bert")
+
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("preset", BERT_PRESETS)
 @pytest.mark.parametrize("head", list(HEADS))
 def test_preset_and_head_trace_with_exact_totals(preset: str, head: str) -> None:
     spec = resolve(preset, head)
@@ -30,7 +34,9 @@ def test_preset_and_head_trace_with_exact_totals(preset: str, head: str) -> None
         shown = views.view(graph, level)
         assert g.total_params(shown) == expected, f"level {level}"
     folded = views.view(graph, 2)
-    repeats = [d.get(g.REPEAT) for _, d in folded.nodes(data=True) if d.get(g.MODULE_TYPE) == "BertLayer"]
+    roles = {path: info.get(g.M_ROLE) for path, info in graph.graph[g.G_MODULES].items()}
+    layer_nodes = [d for _, d in folded.nodes(data=True) if roles.get(re.sub(r"\.0-\d+", ".0", d[g.MODULE])) == "layer"]
+    repeats = [d.get(g.REPEAT) for d in layer_nodes]
     assert repeats == [layers]
     inputs = [n for n, d in graph.nodes(data=True) if d[g.KIND] == g.INPUT]
     assert inputs == ["input_ids", "attention_mask", "token_type_ids"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from bertgraph.errors import BertgraphError
 from bertgraph.model import ModelSpec, resolve
-from bertgraph.model.spec import HEADS
+from bertgraph.model.families.record import HEAD_NAMES
 
 FORMATS = ("svg", "mermaid", "html", "table", "summary")
 THEMES = ("auto", "light", "dark")
@@ -134,14 +134,14 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
     model = str(values.get("model") or "").strip()
     if not model:
         raise OptionError("give the model: a preset such as bert-base-uncased, a folder with config.json, or a hub id")
-    head = _choice("head", values.get("head", "base"), tuple(HEADS))
+    head = _choice("head", values.get("head", "base"), HEAD_NAMES)
     compare = values.get("compare")
     request = DiagramRequest(
         model=model,
         head=head,
         depth=_whole("depth", values.get("depth", 2), 0, MAX_DEPTH),
         format=_choice("format", values.get("format", "svg"), FORMATS),
-        compare=_choice("compare", compare, tuple(HEADS)) if compare not in (None, "") else None,
+        compare=_choice("compare", compare, HEAD_NAMES) if compare not in (None, "") else None,
         theme=_choice("theme", values.get("theme", "auto"), THEMES),
         unfold=_flag("unfold", values["unfold"]) if "unfold" in values else False,
         sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),

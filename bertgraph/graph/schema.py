@@ -30,6 +30,8 @@ Node attributes:
 ``activation_bytes`` bytes of the new tensors the node's ops write (0 for a view)
 ``param_bytes``    bytes of the parameters counted in ``params``, each at its own dtype
 ``cost_unsupported`` op names with no cost formula (their FLOPs are not in the sums)
+``call``           (ops) which call of its module the op ran in, when the module runs more
+                   than once (ALBERT's one shared layer: calls 1 … 11); absent for the first
 =================  =====================================================================
 
 Views sum the four cost attributes over the ops a node stands for; a folded node counts
@@ -69,6 +71,7 @@ ACTIVATION_BYTES = "activation_bytes"
 PARAM_BYTES = "param_bytes"
 COST_UNSUPPORTED = "cost_unsupported"
 POLY_ATTRS = (MATMUL_FLOPS, OTHER_FLOPS, ACTIVATION_BYTES)
+CALL = "call"  # op: the module's call it ran in, when the module is called more than once (0 is left out)
 # View-only node attributes.
 OWN_OPS = "own_ops"  # the node stands for ops its module runs itself, not in a child
 OPS = "ops"  # op names a view node stands for, in execution order, without repeats
@@ -85,14 +88,25 @@ G_NAME = "name"  # the model as the user named it
 G_MODEL_CLASS = "model_class"  # BertForSequenceClassification
 G_HEAD = "head"
 G_SOURCE = "source"  # "torch.export" or "onnx"
-G_BACKBONE = "backbone"  # module path of the encoder-only backbone ("bert", or "" for BertModel)
+G_BACKBONE = "backbone"  # module path of the base model inside a head ("bert"), "" for a base model
 G_CONFIG = "config"  # {"layers": 12, "hidden": 768, ...}
 G_EXAMPLE = "example"  # {"batch": 1, "seq": 128}
-G_MODULES = "modules"  # {path: {"type": "Linear", "sizes": "768 → 3072"}}
+G_MODULES = "modules"  # {path: {"type": "Linear", "sizes": "768 → 3072", "role": "feed-forward"}}
 G_PARAMETERS = "parameters"  # [{"name", "shape", "numel", "trainable", "module"}], tied ones once
 G_TIED = "tied"  # {alias name: canonical name}
 G_WEIGHTS = "weights"  # "meta", "checkpoint" or "random"
 G_VERSIONS = "versions"  # {"bertgraph": ..., "torch": ..., "transformers": ...}
+G_FAMILY = "family"  # "bert", "gpt2", "t5", … (bertgraph's family record)
+G_MODEL_TYPE = "model_type"  # the config's model_type ("xlm-roberta")
+G_STRUCTURE = "structure"  # "encoder-only", "decoder-only" or "encoder-decoder"
+G_STACKS = "stacks"  # {layer-list path: "encoder" | "decoder"} ("bert.encoder.layer": "encoder")
+
+# Keys of a module-table entry (``G.graph[G_MODULES][path]``).
+M_TYPE = "type"  # class name
+M_SIZES = "sizes"  # "768 → 3072"
+# What the module is for: model, embeddings, position, stack, layer, self-attention, cross-attention,
+# feed-forward, norm, pooler or head (bertgraph.model.families.record.ROLES).
+M_ROLE = "role"
 
 # Attributes stored as JSON text in GraphML, which has no lists or mappings.
 JSON_ATTRS = frozenset(
@@ -109,6 +123,7 @@ JSON_ATTRS = frozenset(
         G_PARAMETERS,
         G_TIED,
         G_VERSIONS,
+        G_STACKS,
     }
 )
 

@@ -6,11 +6,13 @@ from safetensors only (a pickle needs an explicit opt-in) and never run remote c
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertgraph.errors import CheckpointError, ConfigError, first_line
 from bertgraph.model.checkpoint import check_checkpoint, safetensors_shapes
+from bertgraph.model.families.record import ENCODER_ONLY
 from bertgraph.model.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -33,20 +35,13 @@ def build_model(
         dtype: (with ``fake``) the floating dtype of the parameters, as a name (``float16``).
 
     Raises:
+        ConfigError: a config transformers rejects (an unknown activation, say).
         CheckpointError: a pickled checkpoint without ``allow_pickle``, or tensors that do
             not fit the config.
     """
     import torch
-    import transformers
-    from transformers.activations import ACT2FN
 
-    act = spec.config.get("hidden_act", "gelu")
-    if act not in ACT2FN:
-        raise ConfigError(
-            f"{spec.config_path or spec.name}: hidden_act {act!r} is not an activation "
-            f"transformers knows (e.g. {', '.join(sorted(ACT2FN)[:5])})"
-        )
-    model_class = getattr(transformers, spec.model_class)
+    model_class = model_class_of(spec)
     checkpoint = spec.weights_file()
     if spec.weights is None and spec.pickle_weights is not None and not spec.allow_pickle and weights:
         raise CheckpointError(
@@ -54,8 +49,8 @@ def build_model(
             "convert it to model.safetensors or pass --allow-pickle if you trust it"
         )
     # The config is the only input here: whatever transformers refuses in it is the user's to fix.
+    config = make_config(spec, model_class)
     try:
-        config = transformers.BertConfig(**_config_kwargs(spec.config))
         with torch.device("meta"):
             meta_model = model_class(config)
     except Exception as error:
@@ -65,13 +60,52 @@ def build_model(
         ) from error
     if spec.weights is not None:
         expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
-        check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, model_class.base_model_prefix)
+        prefix = spec.family.backbone(spec.head) or spec.family.prefix
+        check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, prefix)
     if not weights:
         return _fake_model(model_class, config, getattr(torch, dtype)) if fake else meta_model.eval()
     torch.manual_seed(seed)
     if checkpoint is None:
-        return model_class(config).eval()
-    return _load_pretrained(model_class, config, checkpoint)
+        return model_class(make_config(spec, model_class)).eval()
+    return _load_pretrained(model_class, make_config(spec, model_class), checkpoint)
+
+
+def model_class_of(spec: ModelSpec) -> Any:
+    """The transformers class of the spec's head, from the family's modeling module.
+
+    Importing ``transformers.models.bert.modeling_bert`` directly skips the lazy
+    ``transformers`` namespace and its auto classes.
+    """
+    variant = spec.family.variants[spec.model_type]
+    module = importlib.import_module(variant.module)
+    return getattr(module, spec.model_class)
+
+
+def make_config(spec: ModelSpec, model_class: Any) -> Any:
+    """A fresh config object for ``model_class`` (some classes change the config they are given).
+
+    Decoders and encoder-decoders are built without a key/value cache: a cache in the
+    outputs cannot be exported and is not part of the architecture.
+    """
+    from transformers.activations import ACT2FN
+
+    origin = spec.config_path or spec.name
+    activation = spec.family.activation
+    act = spec.config.get(activation) if activation else None
+    if act is not None and act not in ACT2FN:
+        raise ConfigError(
+            f"{origin}: {activation} {act!r} is not an activation transformers knows "
+            f"(e.g. {', '.join(sorted(ACT2FN)[:5])})"
+        )
+    kwargs = _config_kwargs(spec.config)
+    if spec.family.structure != ENCODER_ONLY:
+        kwargs["use_cache"] = False
+    try:
+        return model_class.config_class(**kwargs)
+    except Exception as error:
+        raise ConfigError(
+            f"{origin}: transformers cannot build {spec.model_class} from this config: {first_line(error)}"
+        ) from error
 
 
 def _fake_model(model_class: Any, config: Any, dtype: Any) -> Any:
@@ -113,27 +147,30 @@ def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:
 
 
 def _config_kwargs(config: dict[str, Any]) -> dict[str, Any]:
-    """config.json content as BertConfig keyword arguments, without remote-code hooks."""
+    """config.json content as config-class keyword arguments, without remote-code hooks."""
     kwargs = {k: v for k, v in config.items() if k not in ("auto_map", "architectures", "transformers_version")}
     kwargs.pop("model_type", None)
     return kwargs
 
 
 def example_inputs(
-    spec: ModelSpec, device: str | torch.device = "meta", shape: tuple[int, ...] | None = None
+    spec: ModelSpec,
+    device: str | torch.device = "meta",
+    shape: tuple[int, ...] | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Example ``input_ids``/``attention_mask``/``token_type_ids`` for tracing.
+    """The example inputs of the spec's head (:attr:`ModelSpec.input_names`), for tracing.
 
-    Without ``shape``, the spec's example size with every dimension at least 2:
-    torch.export specialises a size-1 dimension to a constant.
+    ``shape`` gives the size of each of :attr:`ModelSpec.dim_names`; without it, the
+    spec's example size with every dimension at least 2: torch.export specialises a size-1
+    dimension to a constant. Token ids are zeros and masks ones.
     """
     import torch
 
     if shape is None:
         shape = tuple(max(2, size) for size in spec.example_shape)
-    ids = torch.zeros(shape, dtype=torch.long, device=device)
-    return {
-        "input_ids": ids,
-        "attention_mask": torch.ones(shape, dtype=torch.long, device=device),
-        "token_type_ids": torch.zeros(shape, dtype=torch.long, device=device),
-    }
+    sizes = dict(zip(spec.dim_names, shape))
+    inputs = {}
+    for name, dims in spec.input_dims.items():
+        fill = torch.ones if name.endswith("attention_mask") else torch.zeros
+        inputs[name] = fill(tuple(sizes[dim] for dim in dims), dtype=torch.long, device=device)
+    return inputs

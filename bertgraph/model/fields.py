@@ -132,11 +132,18 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "…"
 
 
-def check_config(config: dict[str, Any], rules: ConfigRules, origin: Callable[[str], str]) -> None:
+def check_config(
+    config: dict[str, Any],
+    rules: ConfigRules,
+    origin: Callable[[str], str],
+    prepare: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
     """Check every field ``rules`` names, then the relations; fill defaults of absent fields.
 
     ``origin(field)`` says where a field came from (the config.json path, or the
     command-line option that set it), so the one-line error points at what to change.
+    ``prepare`` completes the config once defaults are in, before the relations are
+    checked (a size that defaults to another size).
 
     Raises:
         ConfigError: the first problem found.
@@ -150,6 +157,8 @@ def check_config(config: dict[str, Any], rules: ConfigRules, origin: Callable[[s
     for name, rule in rules.fields.items():
         if rule.default is not None:
             config.setdefault(name, rule.default)
+    if prepare is not None:
+        prepare(config)
     for a, b in rules.divisible:
         if config[a] % config[b]:
             raise ConfigError(

@@ -11,88 +11,101 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bertgraph.errors import BertgraphError, CheckpointError, ConfigError, ModelReferenceError, first_line
 from bertgraph.files import expand_user, path_kind
 from bertgraph.model.checkpoint import read_checkpoint
+from bertgraph.model.families import BY_NAME, MODEL_TYPES, Family, family_of
+from bertgraph.model.families.record import HEAD_NAMES, OVERRIDE_SIZES
 from bertgraph.model.fields import ConfigRules, Field, check_config, problem
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
 
-HEADS: dict[str, str] = {
-    "base": "BertModel",
-    "sequence-classification": "BertForSequenceClassification",
-    "token-classification": "BertForTokenClassification",
-    "question-answering": "BertForQuestionAnswering",
-    "masked-lm": "BertForMaskedLM",
-    "multiple-choice": "BertForMultipleChoice",
-    "next-sentence": "BertForNextSentencePrediction",
-    "pretraining": "BertForPreTraining",
-}
+BERT = BY_NAME["bert"]
+# BERT's heads and inputs, for code written when bertgraph drew BERT alone (ONNX export).
+# Every other question goes to the spec's family: ``spec.family.heads``, ``spec.input_names``.
+HEADS: dict[str, str] = {head: BERT.class_name("bert", head) for head in BERT.heads}
+INPUT_NAMES: tuple[str, ...] = BERT.input_names("base", BERT.variants["bert"].defaults)
 
 # Heads whose size follows num_labels; the others ignore it.
 LABEL_HEADS = ("sequence-classification", "token-classification", "question-answering")
 
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# Command-line overrides: sizes (set in every field the family keeps that size in) and labels.
+OVERRIDES: tuple[str, ...] = (*OVERRIDE_SIZES, "num_labels")
 
-# Overrides on the command line → the config.json field each one sets.
-OVERRIDE_FIELDS: dict[str, str] = {
-    "layers": "num_hidden_layers",
-    "hidden": "hidden_size",
-    "heads": "num_attention_heads",
-    "intermediate": "intermediate_size",
-    "vocab": "vocab_size",
-    "num_labels": "num_labels",
+_DTYPES = ("float32", "float16", "bfloat16", "float64")
+# Fields every family's config reads alike, and what they must hold.
+_COMMON_FIELDS: dict[str, Field] = {
+    "num_labels": Field("count", role="labels"),
+    "chunk_size_feed_forward": Field("count", minimum=0),
+    "pad_token_id": Field("count", minimum=0, nullable=True),
+    "initializer_range": Field("number"),
+    "model_type": Field("string"),
+    "is_decoder": Field("boolean"),
+    "add_cross_attention": Field("boolean"),
+    "tie_word_embeddings": Field("boolean"),
+    "use_cache": Field("boolean"),
+    "output_attentions": Field("boolean"),
+    "output_hidden_states": Field("boolean", nullable=True),
+    "return_dict": Field("boolean", nullable=True),
+    "id2label": Field("mapping", nullable=True),
+    "label2id": Field("mapping", nullable=True),
+    "dtype": Field("choice", nullable=True, choices=_DTYPES),
+    "torch_dtype": Field("choice", nullable=True, choices=_DTYPES),
+    "problem_type": Field(
+        "choice", nullable=True, choices=("regression", "single_label_classification", "multi_label_classification")
+    ),
 }
+# Field names, by ending, that are dropout probabilities or normalisation epsilons in every family.
+_PROBABILITY_SUFFIXES = ("dropout", "dropout_prob", "dropout_rate", "_pdrop")
+_EPSILON_SUFFIXES = ("_eps", "epsilon")
+# Sizes that may be zero (DeBERTa-v3 has no token types) and sizes that count layers.
+_MAY_BE_ZERO = frozenset({"type_vocab"})
+_LAYER_SIZES = frozenset({"layers", "decoder_layers"})
 
-_BERT_DEFAULTS = preset_config("bert-base-uncased") or {}
+
+def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None = None) -> ConfigRules:
+    """The checks of a config of ``model_type``, from its family's record.
+
+    The family's size fields are counts bounded by their role's limit, with transformers'
+    defaults (a size another gives, like GPT-2's ``n_inner``, may be ``null``); the
+    activation field is a string; dropout and epsilon fields of ``config`` are
+    probabilities and non-negative numbers; the hidden size divides by the heads unless
+    each head's size is a field of its own, and the heads by the key/value heads.
+    """
+    defaults = family.variants[model_type].defaults
+    fields = dict(_COMMON_FIELDS)
+    for size, name in family.sizes.items():
+        fields[name] = Field(
+            "count",
+            default=defaults.get(name),
+            role="layers" if size in _LAYER_SIZES else "size",
+            minimum=0 if size in _MAY_BE_ZERO else 1,
+            nullable=size in family.fallbacks,
+        )
+    # The family's other fields with defaults: the activation, T5's head size, ModernBERT's period.
+    for name, value in defaults.items():
+        if name not in fields and value is not None:
+            kind = "string" if isinstance(value, str) else "count"
+            fields[name] = Field(kind, default=value)
+    for name in config or {}:
+        if name.endswith(_PROBABILITY_SUFFIXES):
+            fields.setdefault(name, Field("probability", nullable=True))
+        elif name.endswith(_EPSILON_SUFFIXES):
+            fields.setdefault(name, Field("number"))
+    hidden, heads = family.sizes["hidden"], family.sizes["heads"]
+    divisible = []
+    head_dim = family.head_dim
+    if head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None):
+        divisible.append((hidden, heads))
+    if "kv_heads" in family.sizes:
+        divisible.append((heads, family.sizes["kv_heads"]))
+    return ConfigRules(fields=fields, divisible=tuple(divisible), below=(("pad_token_id", family.sizes["vocab"]),))
 
 
-def _size(name: str, role: str = "size") -> Field:
-    return Field("count", default=_BERT_DEFAULTS[name], role=role)
-
-
-# Every config field bertgraph or transformers reads to build a BERT, and what it must hold.
-# Other fields pass through to transformers, which checks them when it builds the model.
-BERT_RULES = ConfigRules(
-    fields={
-        "vocab_size": _size("vocab_size"),
-        "hidden_size": _size("hidden_size"),
-        "num_hidden_layers": _size("num_hidden_layers", role="layers"),
-        "num_attention_heads": _size("num_attention_heads"),
-        "intermediate_size": _size("intermediate_size"),
-        "max_position_embeddings": _size("max_position_embeddings"),
-        "type_vocab_size": _size("type_vocab_size"),
-        "num_labels": Field("count", role="labels"),
-        "chunk_size_feed_forward": Field("count", minimum=0),
-        "pad_token_id": Field("count", minimum=0, nullable=True),
-        "hidden_dropout_prob": Field("probability"),
-        "attention_probs_dropout_prob": Field("probability"),
-        "classifier_dropout": Field("probability", nullable=True),
-        "layer_norm_eps": Field("number"),
-        "initializer_range": Field("number"),
-        "model_type": Field("string"),
-        "hidden_act": Field("string"),
-        "is_decoder": Field("boolean"),
-        "add_cross_attention": Field("boolean"),
-        "tie_word_embeddings": Field("boolean"),
-        "use_cache": Field("boolean"),
-        "output_attentions": Field("boolean"),
-        "output_hidden_states": Field("boolean", nullable=True),
-        "return_dict": Field("boolean", nullable=True),
-        "id2label": Field("mapping", nullable=True),
-        "label2id": Field("mapping", nullable=True),
-        "dtype": Field("choice", nullable=True, choices=("float32", "float16", "bfloat16", "float64")),
-        "torch_dtype": Field("choice", nullable=True, choices=("float32", "float16", "bfloat16", "float64")),
-        "problem_type": Field(
-            "choice", nullable=True, choices=("regression", "single_label_classification", "multi_label_classification")
-        ),
-    },
-    divisible=(("hidden_size", "num_attention_heads"),),
-    below=(("pad_token_id", "vocab_size"),),
-)
+BERT_RULES = rules_for(BY_NAME["bert"], "bert", {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})
 
 # A config.json is a flat object with a few small mappings; these bound what is read.
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
@@ -135,18 +148,47 @@ class ModelSpec:
     overrides: dict[str, int] = field(default_factory=dict)
 
     @property
-    def model_class(self) -> str:
-        return HEADS[self.head]
+    def family(self) -> Family:
+        found = family_of(str(self.config.get("model_type")))
+        if found is None:  # resolve() never makes such a spec
+            raise ConfigError(f"{self.name}: unsupported model_type {self.config.get('model_type')!r}")
+        return found
 
     @property
-    def example_shape(self) -> tuple[int, ...]:
-        if self.head == "multiple-choice":
-            return (self.batch, MULTIPLE_CHOICE_EXAMPLE, self.seq_len)
-        return (self.batch, self.seq_len)
+    def model_type(self) -> str:
+        return str(self.config["model_type"])
+
+    @property
+    def model_class(self) -> str:
+        """The transformers class of the head (``BertForSequenceClassification``)."""
+        return self.family.class_name(self.model_type, self.head)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The example inputs, in the order the model takes them."""
+        return self.family.input_names(self.head, self.config)
+
+    @property
+    def input_dims(self) -> dict[str, tuple[str, ...]]:
+        """Input name → its dimension names (``("batch", "seq")``)."""
+        return self.family.input_dims(self.head, self.config)
 
     @property
     def dim_names(self) -> tuple[str, ...]:
-        return ("batch", "choices", "seq") if self.head == "multiple-choice" else ("batch", "seq")
+        """Every dimension the inputs have: ``batch``, ``choices``, ``seq``, ``tgt`` (decoder length)."""
+        return tuple(dict.fromkeys(dim for dims in self.input_dims.values() for dim in dims))
+
+    @property
+    def example_shape(self) -> tuple[int, ...]:
+        """The example size of each of :attr:`dim_names` (the decoder as long as the encoder)."""
+        sizes = {"batch": self.batch, "choices": MULTIPLE_CHOICE_EXAMPLE, "seq": self.seq_len, "tgt": self.seq_len}
+        return tuple(sizes[name] for name in self.dim_names)
+
+    @property
+    def max_positions(self) -> int | None:
+        """The longest sequence the model has positions for (None: relative positions only)."""
+        value = self.family.size(self.config, "max_position")
+        return int(value) if value is not None else None
 
     def weights_file(self) -> Path | None:
         """The checkpoint this spec would load real weights from, if any."""
@@ -157,18 +199,21 @@ class ModelSpec:
         return None
 
     def summary(self) -> dict[str, int]:
-        """The architecture-defining numbers, for titles and metadata."""
-        c = self.config
-        return {
-            "layers": int(c["num_hidden_layers"]),
-            "hidden": int(c["hidden_size"]),
-            "heads": int(c["num_attention_heads"]),
-            "intermediate": int(c["intermediate_size"]),
-            "vocab": int(c["vocab_size"]),
-            "max_position": int(c["max_position_embeddings"]),
-            "type_vocab": int(c["type_vocab_size"]),
-            "num_labels": num_labels(c),
-        }
+        """The architecture-defining numbers, for titles and metadata.
+
+        ``layers``, ``hidden``, ``heads``, ``intermediate``, ``vocab`` and whichever of
+        ``decoder_layers``, ``kv_heads``, ``max_position``, ``type_vocab``, … the family has;
+        ``num_labels``; and ``pad_token_id`` for heads that find the last token by padding
+        (bertgraph sets it to the end-of-sequence token when the config has none, so that
+        batches above one trace).
+        """
+        family = self.family
+        found = {name: family.size(self.config, name) for name in family.sizes}
+        result = {name: int(value) for name, value in found.items() if value is not None}
+        result["num_labels"] = num_labels(self.config)
+        if family.heads[self.head].pad_token:
+            result["pad_token_id"] = int(self.config["pad_token_id"])
+        return result
 
 
 def num_labels(config: dict[str, Any]) -> int:
@@ -194,7 +239,7 @@ def resolve(
     Parameters:
         reference: a preset (``bert-base-uncased``), a directory holding config.json,
             a config.json path, or a hub id present in the local Hugging Face cache.
-        head: one of :data:`HEADS`.
+        head: one of :data:`~bertgraph.model.families.HEAD_NAMES` that the family has.
         overrides: ``{"layers": 4, "hidden": 256, ...}``; ``None`` values are ignored.
         batch, seq_len: example input size; the sequence defaults to 128, or less when the
             model has fewer positions.
@@ -208,42 +253,72 @@ def resolve(
         >>> spec.config["num_hidden_layers"], spec.config["num_labels"], spec.model_class
         (2, 3, 'BertForSequenceClassification')
     """
-    if head not in HEADS:
-        raise ConfigError(f"unknown head {head!r}; choose one of: {', '.join(HEADS)}")
+    if head not in HEAD_NAMES:
+        raise ConfigError(f"unknown head {head!r}; choose one of: {', '.join(HEAD_NAMES)}")
     name, source, config, config_path, directory = _locate(reference)
+    origin = config_path or Path(name)
+    family = family_for(config, origin)
+    if head not in family.heads:
+        raise ConfigError(
+            f"{name} is a {family.name} model, which has no {head} head; choose one of: {', '.join(family.heads)}"
+        )
     weights, pickle_weights = _find_weights(directory) if directory is not None else (None, None)
     if weights is not None:
         read_checkpoint(weights)  # headers only: a damaged checkpoint is reported before any work
     clean = {k: v for k, v in (overrides or {}).items() if v is not None}
     for option, value in clean.items():
-        if option not in OVERRIDE_FIELDS:
-            raise ConfigError(f"unknown override {option!r}; choose from: {', '.join(OVERRIDE_FIELDS)}")
+        if option not in OVERRIDES:
+            raise ConfigError(f"unknown override {option!r}; choose from: {', '.join(OVERRIDES)}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{_flag(option)} must be a positive integer, got {value!r}")
+        if option in OVERRIDE_SIZES and not any(size in family.sizes for size in OVERRIDE_SIZES[option]):
+            raise ConfigError(f"{_flag(option)} does not apply to {family.name} models")
     if "num_labels" in clean and head not in LABEL_HEADS:
         raise ConfigError(
             f"--num-labels changes only a head with labels ({', '.join(LABEL_HEADS)}); head {head} has none"
         )
-    config = apply_overrides(config, clean)
-    set_by = {OVERRIDE_FIELDS[option]: _flag(option) for option in clean}
-    validate_config(config, config_path or Path(name), set_by)
-    if seq_len is None:
-        seq_len = min(DEFAULT_SEQ_LEN, int(config["max_position_embeddings"]))
-    _validate_example(config, batch, seq_len)
-    return ModelSpec(
+    config = apply_overrides(normalise(config, family, origin), clean, family)
+    set_by = {
+        family.sizes[size]: _flag(option)
+        for option in clean
+        for size in OVERRIDE_SIZES.get(option, ())
+        if size in family.sizes
+    }
+    if "num_labels" in clean:
+        set_by["num_labels"] = "--num-labels"
+    validate_config(config, origin, family, head, set_by)
+    spec = ModelSpec(
         reference=reference,
         name=name,
         source=source,
         config=config,
         head=head,
         batch=batch,
-        seq_len=seq_len,
+        seq_len=DEFAULT_SEQ_LEN,
         weights=weights,
         pickle_weights=pickle_weights,
         allow_pickle=allow_pickle,
         config_path=config_path,
         overrides=clean,
     )
+    if seq_len is None:
+        seq_len = min(DEFAULT_SEQ_LEN, spec.max_positions or DEFAULT_SEQ_LEN)
+    _validate_example(spec, batch, seq_len)
+    return replace(spec, seq_len=seq_len)
+
+
+def family_for(config: Mapping[str, Any], origin: Path) -> Family:
+    """The family of a config by its ``model_type``; a missing or unknown type is an error, never a guess."""
+    supported = ", ".join(MODEL_TYPES)
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise ConfigError(
+            f"{origin}: config has no model_type, so bertgraph cannot tell which model it is; add one of: {supported}"
+        )
+    family = family_of(model_type) if isinstance(model_type, str) else None
+    if family is None:
+        raise ConfigError(f"{origin}: model_type {model_type!r} is not supported; bertgraph draws: {supported}")
+    return family
 
 
 def _flag(option: str) -> str:
@@ -379,51 +454,91 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def apply_overrides(config: dict[str, Any], overrides: dict[str, int]) -> dict[str, Any]:
-    """A copy of ``config`` with command-line overrides applied."""
+def normalise(config: dict[str, Any], family: Family, origin: Path) -> dict[str, Any]:
+    """A copy of ``config`` with size fields under the names the family's config class uses.
+
+    transformers reads an alias (BART's ``num_hidden_layers``) as the field it stands for, so
+    the two must agree; the alias is dropped, so that an override of the field is not undone.
+    """
     result = dict(config)
-    for option, value in overrides.items():
-        result[OVERRIDE_FIELDS[option]] = value
-        if option == "num_labels":
-            # An explicit count replaces the label names that imply another count.
-            result.pop("id2label", None)
-            result.pop("label2id", None)
+    for alias, name in family.aliases.items():
+        if alias not in result:
+            continue
+        value = result.pop(alias)
+        if name in result and result[name] != value:
+            raise ConfigError(
+                f"{origin}: {alias} {value!r} and {name} {result[name]!r} name the same size; "
+                "remove one or make them agree"
+            )
+        result[name] = value
     return result
 
 
-def validate_config(config: dict[str, Any], origin: Path, set_by: Mapping[str, str] | None = None) -> None:
-    """Check the fields that decide the architecture (:data:`BERT_RULES`) and fill their defaults.
+def apply_overrides(config: dict[str, Any], overrides: dict[str, int], family: Family) -> dict[str, Any]:
+    """A copy of ``config`` with command-line overrides applied to every field they size."""
+    result = dict(config)
+    for option, value in overrides.items():
+        if option == "num_labels":
+            result["num_labels"] = value
+            # An explicit count replaces the label names that imply another count.
+            result.pop("id2label", None)
+            result.pop("label2id", None)
+            continue
+        for size in OVERRIDE_SIZES[option]:
+            if size in family.sizes:
+                result[family.sizes[size]] = value
+    return result
+
+
+def validate_config(
+    config: dict[str, Any],
+    origin: Path,
+    family: Family | None = None,
+    head: str = "base",
+    set_by: Mapping[str, str] | None = None,
+) -> None:
+    """Check the fields that decide the architecture (:func:`rules_for` the family) and fill their defaults.
 
     Errors name the file and field, or the command-line option that set the field
-    (``set_by``: field → option).
+    (``set_by``: field → option). The config is completed with what transformers would
+    default (and, for a head that finds the last token by padding, a padding token), so
+    the spec is complete and hashable as JSON.
     """
     set_by = set_by or {}
-    model_type = config.get("model_type", "bert")
-    if model_type != "bert":
-        raise ConfigError(
-            f"{origin}: model_type is {model_type!r}, but bertgraph draws BERT models (model_type 'bert')"
-        )
-    check_config(config, BERT_RULES, lambda name: set_by.get(name, str(origin)))
+    family = family or family_for(config, origin)
+    rules = rules_for(family, config["model_type"], config)
+    check_config(config, rules, lambda name: set_by.get(name, str(origin)), prepare=lambda c: _fill(c, family))
     labels = config.get("id2label")
     if isinstance(labels, dict):
         if not all(isinstance(k, str) and k.strip().isdigit() for k in labels):
             raise ConfigError(f'{origin}: field \'id2label\' must map label numbers ("0", "1", …) to names')
         if "num_labels" not in config:
-            found = problem("num_labels", BERT_RULES.fields["num_labels"], len(labels))
+            found = problem("num_labels", rules.fields["num_labels"], len(labels))
             if found:
                 raise ConfigError(f"{origin}: id2label names {len(labels):,} labels; {found}")
+    if head in family.heads and family.heads[head].pad_token and config.get("pad_token_id") is None:
+        eos = config.get("eos_token_id")
+        eos = eos[0] if isinstance(eos, list) and eos else eos
+        config["pad_token_id"] = eos if isinstance(eos, int) and not isinstance(eos, bool) else 0
 
 
-def _validate_example(config: dict[str, Any], batch: int, seq_len: int) -> None:
+def _fill(config: dict[str, Any], family: Family) -> None:
+    """Sizes that default to another size (T5's decoder depth is its encoder's) once defaults are in."""
+    for size, (other, factor) in family.fallbacks.items():
+        name, source = family.sizes[size], family.sizes[other]
+        if config.get(name) is None and isinstance(config.get(source), int):
+            config[name] = config[source] * factor
+
+
+def _validate_example(spec: ModelSpec, batch: int, seq_len: int) -> None:
     for flag, value in (("--batch", batch), ("--seq-len", seq_len)):
         found = problem(flag, Field("count", role="example"), value)
         if found:
             raise ConfigError(found.replace(f"field {flag!r}", flag))
-    limit = config["max_position_embeddings"]
-    if seq_len > limit:
-        raise ConfigError(
-            f"--seq-len {seq_len} is above max_position_embeddings {limit}; use --seq-len {limit} or less"
-        )
+    limit = spec.max_positions
+    if limit is not None and seq_len > limit:
+        name = spec.family.sizes["max_position"]
+        raise ConfigError(f"--seq-len {seq_len} is above {name} {limit}; use --seq-len {limit} or less")
 
 
 def _find_weights(directory: Path) -> tuple[Path | None, Path | None]:

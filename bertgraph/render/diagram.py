@@ -447,7 +447,8 @@ def build_diagram(
         params = cluster_params.get(key, 0)
         if cluster.role == BACKBONE:
             name = f"{backbone} ({backbone_type})" if backbone else backbone_type
-            title = f"encoder-only backbone · {name} · {figures.short(params)} params"
+            structure = graph.graph.get(g.G_STRUCTURE, "encoder-only")  # ONNX files do not say: BERT's
+            title = f"{structure} backbone · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
             title = f"task head · {graph.graph.get(g.G_HEAD, '')} · {_params_line(params, 1)}"
         else:

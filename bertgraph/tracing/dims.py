@@ -4,7 +4,11 @@ Exporting with dynamic shapes makes torch.export reason symbolically about every
 which costs more than two plain exports. So bertgraph exports twice with fixed example
 sizes that are distinct primes (batch 2 and sequence 7, then batch 3 and sequence 13)
 and reads each dimension off the pair: a size that is 7 in one trace and 13 in the other
-is ``seq``; 14 and 39 is ``batch*seq``; 768 in both is 768. A dimension is named only
+is ``seq``; 14 and 39 is ``batch*seq``; 768 in both is 768. An encoder-decoder's decoder
+length is a dimension of its own, ``tgt`` (5, then 17), so cross-attention shows
+``[batch, 8, tgt, seq]``; the primes are chosen so that no dimension is another plus or
+minus a small constant in both traces. A size only the data decides (the number of
+``<eos>`` tokens an encoder-decoder classifier pools) is ``?``. A dimension is named only
 when exactly one simple formula fits both traces — a product of the named dimensions
 with a whole coefficient, or one of them plus or minus a small constant — otherwise
 :class:`DimsError` sends tracing back to a dynamic export.
@@ -21,7 +25,7 @@ from bertgraph.graph import schema as g
 
 # Example sizes per dimension name, for the first and the second trace. Within one trace
 # the sizes are distinct primes, so a product of dimensions factors one way only.
-EXAMPLES: dict[str, tuple[int, int]] = {"batch": (2, 3), "choices": (3, 5), "seq": (7, 13)}
+EXAMPLES: dict[str, tuple[int, int]] = {"batch": (2, 3), "choices": (3, 5), "seq": (7, 13), "tgt": (5, 17)}
 SEQUENCE_FALLBACKS = (7, 13, 11, 5, 3, 2)
 MAX_OFFSET = 8
 
@@ -40,6 +44,8 @@ def example_sizes(names: Sequence[str], max_positions: int) -> tuple[dict[str, i
     """
     first = {name: EXAMPLES[name][0] for name in names}
     second = {name: EXAMPLES[name][1] for name in names}
+    if "tgt" in names and second["tgt"] > max_positions:
+        return None
     if "seq" in names:
         lengths = [n for n in SEQUENCE_FALLBACKS if n <= max_positions]
         if len(lengths) < 2:
@@ -97,6 +103,11 @@ def name_dims(one: nx.DiGraph, two: nx.DiGraph, first: dict[str, int], second: d
             raise DimsError("a tensor has another rank in the second trace")
         result = []
         for a, b in zip(shape_a, shape_b):
+            if isinstance(a, str) or isinstance(b, str):
+                if a != b:  # a size only the data decides ("?") in one trace and not the other
+                    raise DimsError(f"a dimension is {a} in one trace and {b} in the other")
+                result.append(a)
+                continue
             if (a, b) not in cache:
                 cache[a, b] = name_dim(int(a), int(b), first, second)
             result.append(cache[a, b])

@@ -24,15 +24,17 @@ import networkx as nx
 
 from bertgraph.errors import TraceError, first_line
 from bertgraph.graph import schema as g
-from bertgraph.model import INPUT_NAMES, ModelSpec, build_model, example_inputs
+from bertgraph.model import ModelSpec, build_model, example_inputs
+from bertgraph.model.families import Stack
 from bertgraph.tracing.dims import DimsError, example_sizes, name_dims
-from bertgraph.tracing.grow import TRACED_LAYERS, GrowError, check_parameters, grow_layers
+from bertgraph.tracing.grow import GrowError, StackPlan, check_parameters, grow_stacks, traced_layers
 
 if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
     from torch.fx import Node
 
+MAX_DYNAMIC = 4096  # the largest batch (and sequence, without a position limit) a dynamic export allows
 # Ops that compute nothing a reader of the graph needs: shape queries and assertions.
 _SKIPPED_TARGETS = re.compile(r"^aten\.(sym_size|sym_numel|sym_stride|_assert_\w+|sym_constrain_range\w*)\.")
 # Ops that return their input itself when not training.
@@ -51,19 +53,19 @@ class TensorFacts(NamedTuple):
 def trace(spec: ModelSpec, grow: bool = True) -> nx.DiGraph:
     """Build the spec's model on the meta device, export it and return its graph.
 
-    A model with more than two encoder layers is exported with two and grown to its
-    full depth (:mod:`bertgraph.tracing.grow`), so tracing costs the same at any depth; the
+    A model whose stacks are deeper than :func:`~bertgraph.tracing.grow.traced_layers`
+    needs is exported with fewer layers and grown to its full depth
+    (:mod:`bertgraph.tracing.grow`), so tracing costs about the same at any depth; the
     result is checked against the full model and a full trace is the fallback.
     """
     model = build_model(spec)
-    layers = int(spec.config["num_hidden_layers"])
-    if grow and layers > TRACED_LAYERS:
-        small = replace(
-            spec, config={**spec.config, "num_hidden_layers": TRACED_LAYERS}, weights=None, pickle_weights=None
-        )
+    stacks = stack_plans(spec, model) if grow else []
+    plans = [plan for _, plan in stacks]
+    if any(plan.layers > plan.traced for plan in plans):
+        small = replace(spec, config=shrunk_config(spec, stacks), weights=None, pickle_weights=None)
         small_model = build_model(small)
         try:
-            grown = grow_layers(trace_module(small_model, small), layers)
+            grown = grow_stacks(trace_module(small_model, small), plans)
             _, tied = _canonical_parameter_names(model)
             grown.graph.update(_graph_attributes(model, spec, "meta", tied))
             check_parameters(grown, {name: p.numel() for name, p in model.named_parameters()})
@@ -71,6 +73,53 @@ def trace(spec: ModelSpec, grow: bool = True) -> nx.DiGraph:
         except GrowError:
             pass  # an unusual model: trace every layer
     return trace_module(model, spec, weights="meta")
+
+
+def stack_plans(spec: ModelSpec, model: torch.nn.Module) -> list[tuple[Stack, StackPlan]]:
+    """How each of the family's stacks in the model is traced and grown.
+
+    Empty when some stack's layers do not repeat (then every layer is traced).
+    """
+    family = spec.family
+    backbone = family.backbone(spec.head)
+    modules = dict(model.named_modules())
+    plans = []
+    for stack in family.stacks:
+        container = f"{backbone}.{stack.path}" if backbone else stack.path
+        if container not in modules:
+            continue  # a head without this stack (T5's token classifier has no decoder)
+        layers = family.stack_layers(stack, spec.config)
+        period = _period(spec.config, stack.period, stack.types, stack.special, layers)
+        if period is None:
+            return []
+        traced = traced_layers(layers, stack.special, period)
+        plans.append((stack, StackPlan(container, layers, traced, stack.special, period, stack.shared)))
+    return plans
+
+
+def shrunk_config(spec: ModelSpec, stacks: list[tuple[Stack, StackPlan]]) -> dict[str, Any]:
+    """The spec's config with each stack cut to the layers tracing needs."""
+    config = dict(spec.config)
+    for stack, plan in stacks:
+        config[spec.family.sizes[stack.size]] = plan.traced
+        if stack.types and isinstance(config.get(stack.types), list):
+            config[stack.types] = config[stack.types][: plan.traced]
+    return config
+
+
+def _period(config: dict[str, Any], field: str | None, types: str | None, special: int, layers: int) -> int | None:
+    """After how many layers the stack repeats, checked against the config's list of layer kinds.
+
+    None when the listed kinds do not repeat with that period (then every layer is traced).
+    """
+    period = int(config.get(field) or 1) if field else 1
+    kinds = config.get(types) if types else None
+    if isinstance(kinds, list):
+        if len(kinds) != layers:
+            return None
+        if any(kinds[index] != kinds[index - period] for index in range(special + period, layers)):
+            return None
+    return period
 
 
 def skeleton(spec: ModelSpec) -> nx.DiGraph:
@@ -89,8 +138,7 @@ def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta")
     Two exports with fixed example sizes name the dimensions (:mod:`bertgraph.tracing.dims`);
     where they cannot, one export with dynamic dimensions does.
     """
-    limit = int(spec.config["max_position_embeddings"])
-    sizes = example_sizes(spec.dim_names, limit)
+    sizes = example_sizes(spec.dim_names, spec.max_positions or MAX_DYNAMIC)
     if sizes is not None:
         graphs = []
         for example in sizes:
@@ -116,13 +164,14 @@ def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ..
     try:
         if shape is not None:
             return torch.export.export(model, (), inputs, strict=False)
-        limit = int(spec.config["max_position_embeddings"])
+        limit = spec.max_positions or MAX_DYNAMIC
         dims = {
-            axis: Dim(name, min=1, max=max(limit, 2) if name == "seq" else 4096)
-            for axis, name in enumerate(spec.dim_names)
+            name: Dim(name, min=1, max=max(limit, 2) if name in ("seq", "tgt") else MAX_DYNAMIC)
+            for name in spec.dim_names
         }
+        shapes = {name: {axis: dims[dim] for axis, dim in enumerate(names)} for name, names in spec.input_dims.items()}
         try:
-            return torch.export.export(model, (), inputs, dynamic_shapes=dict.fromkeys(INPUT_NAMES, dims), strict=False)
+            return torch.export.export(model, (), inputs, dynamic_shapes=shapes, strict=False)
         except torch._dynamo.exc.UserError:
             # A config that pins a dimension (tiny max_position_embeddings, say) still
             # traces with fixed sizes; its shapes are then shown as numbers.
@@ -203,7 +252,7 @@ def graph_from_program(
         facts = _facts(value, symbols)
         arguments = _tensor_arguments(node)
         aliased = _aliased_argument(node, value, arguments)
-        module, module_type = _module_of(node)
+        module, module_type, call = _module_of(node)
         reads = [placeholder_params[a.name] for a in node.all_input_nodes if a.name in placeholder_params]
         own = [name for name in dict.fromkeys(reads) if name not in counted]
         counted.update(own)
@@ -223,6 +272,8 @@ def graph_from_program(
         }
         if shared:
             attrs[g.SHARED_PARAMS] = shared
+        if call:
+            attrs[g.CALL] = call
         if aliased is not None:
             attrs[g.ALIAS] = True
         graph.add_node(node.name, **attrs)
@@ -283,11 +334,12 @@ def _canonical_parameter_names(model: torch.nn.Module) -> tuple[dict[str, str], 
 
 
 def _dim_symbols(program: ExportedProgram, spec: ModelSpec) -> dict[Any, str]:
-    """Sympy symbol of each dynamic input dimension → its name (``batch``, ``seq``)."""
+    """Sympy symbol of each dynamic input dimension → its name (``batch``, ``seq``, ``tgt``)."""
     symbols: dict[Any, str] = {}
+    dims = spec.input_dims
     for node in program.graph.nodes:
-        if node.op == "placeholder" and node.name == "input_ids":
-            for size, name in zip(node.meta["val"].shape, spec.dim_names):
+        if node.op == "placeholder" and node.name in dims:
+            for size, name in zip(node.meta["val"].shape, dims[node.name]):
                 expr = getattr(getattr(size, "node", None), "expr", None)
                 if expr is not None and expr.free_symbols:
                     symbols[expr] = name
@@ -357,6 +409,8 @@ def _dim(size: Any, symbols: dict[Any, str]) -> int | str:
         return int(size)
     if not expr.free_symbols:
         return int(expr)
+    if not expr.free_symbols <= symbols.keys():
+        return "?"  # data-dependent (an unbacked size): no input dimension decides it
     import sympy
 
     named = expr.xreplace({symbol: sympy.Symbol(name) for symbol, name in symbols.items()})
@@ -371,29 +425,54 @@ def _op_name(node: Node) -> str:
     return packet.strip("_") or packet
 
 
-def _module_of(node: Node) -> tuple[str, str]:
+_CALL_SUFFIX = re.compile(r"@(\d+)$")
+
+
+def _module_of(node: Node) -> tuple[str, str, int]:
+    """The innermost module an op ran in: path, class name, and which call of a module
+    called more than once (the outermost such module's; torch.export marks calls after
+    the first with ``@1``, ``@2``, … on their stack keys)."""
     stack = node.meta.get("nn_module_stack") or {}
+    call = 0
+    for key in stack:
+        match = _CALL_SUFFIX.search(str(key))
+        if match:
+            call = int(match.group(1))
+            break
     for path, type_name in reversed(list(stack.values())):
         if isinstance(path, str) and not path.startswith("_empty_nn_module_stack"):
             kind = type_name if isinstance(type_name, str) else getattr(type_name, "__name__", str(type_name))
-            return path, kind.rsplit(".", 1)[-1]
-    return "", ""
+            return path, kind.rsplit(".", 1)[-1], call
+    return "", "", call
 
 
 # --- graph-level facts --------------------------------------------------------------------
 
 
 def _graph_attributes(model: torch.nn.Module, spec: ModelSpec, weights: str, tied: dict[str, str]) -> dict[str, Any]:
-    example = dict(zip(spec.dim_names, spec.example_shape))
+    family = spec.family
+    backbone = family.backbone(spec.head)
+    modules = module_table(model)
+    for path, role in family.roles_of(list(modules), backbone).items():
+        modules[path][g.M_ROLE] = role
+    stacks = {}
+    for stack in family.stacks:
+        container = f"{backbone}.{stack.path}" if backbone else stack.path
+        if container in modules:
+            stacks[container] = stack.kind
     return {
         g.G_NAME: spec.name,
         g.G_MODEL_CLASS: type(model).__name__,
         g.G_HEAD: spec.head,
         g.G_SOURCE: "torch.export",
-        g.G_BACKBONE: "" if spec.head == "base" else getattr(model, "base_model_prefix", "bert"),
+        g.G_FAMILY: family.name,
+        g.G_MODEL_TYPE: spec.model_type,
+        g.G_STRUCTURE: family.structure,
+        g.G_BACKBONE: backbone,
+        g.G_STACKS: stacks,
         g.G_CONFIG: spec.summary(),
-        g.G_EXAMPLE: example,
-        g.G_MODULES: module_table(model),
+        g.G_EXAMPLE: dict(zip(spec.dim_names, spec.example_shape)),
+        g.G_MODULES: modules,
         g.G_PARAMETERS: parameter_table(model),
         g.G_TIED: tied,
         g.G_WEIGHTS: weights,
@@ -402,13 +481,13 @@ def _graph_attributes(model: torch.nn.Module, spec: ModelSpec, weights: str, tie
 
 
 def module_table(model: torch.nn.Module) -> dict[str, dict[str, str]]:
-    """Every module path → its class name and key sizes."""
+    """Every module path → its class name and key sizes (roles are added from the family)."""
     table = {}
     for path, module in model.named_modules():
-        entry = {"type": type(module).__name__}
+        entry = {g.M_TYPE: type(module).__name__}
         sizes = describe_module(module)
         if sizes:
-            entry["sizes"] = sizes
+            entry[g.M_SIZES] = sizes
         table[path] = entry
     return table
 

@@ -1,116 +1,204 @@
-"""Grow a graph traced with two encoder layers to a model's full depth.
+"""Grow a graph traced with a few layers per stack to a model's full depth.
 
-Every layer of a BERT encoder is built from the same config, so its ops, shapes and
-wiring are the same; only the layer index in module paths and parameter names differs.
-Tracing two layers shows both the first layer's wiring (from the embeddings) and the
-wiring between consecutive layers (layer 1 reads layer 0). Copying layer 1 with indices
-2 … L-1, and moving what read the last traced layer to the new last layer, gives the
-graph a full trace gives — node for node, attribute for attribute — at the cost of two
-layers. :func:`grow_layers` checks the result against the full model's parameters, and
-tracing falls back to a full trace when anything does not match.
+The layers of a stack are built from one config, so layers of the same kind run the
+same ops on the same shapes; only the layer index in module paths and parameter names
+differs. So tracing exports each stack with as few layers as show every kind of layer
+and every way layers are wired (:func:`traced_layers`), and :func:`grow_stacks` adds the
+missing layers as copies: layer ``k`` copies the last traced layer of its kind, what
+that template read from the layer before it is read from layer ``k - 1``, what it read
+from a special leading layer (T5's block 0, which computes the position bias every
+block reads) is read from that layer itself, and what read the last traced layer reads
+the real last layer. A stack whose one layer module is called once per layer (ALBERT)
+grows by calls: every copy keeps the module path, the call index (``call``) tells them
+apart. The grown graph is canonicalised, so node ids and order are exactly a full
+trace's; :func:`check_parameters` checks it against the full model, and tracing falls
+back to a full trace when anything does not match.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 from bertgraph.graph import schema as g
 
-TRACED_LAYERS = 2
+TRACED_LAYERS = 2  # the fewest a uniform stack needs: the first layer and one fed by another
 
 
 class GrowError(Exception):
-    """The two-layer graph cannot be grown into the full model (a full trace is needed)."""
+    """The traced graph cannot be grown into the full model (a full trace is needed)."""
 
 
-def layer_container(graph: nx.DiGraph) -> str:
-    """The module path of the encoder's layer list (``bert.encoder.layer``)."""
-    for path, info in graph.graph.get(g.G_MODULES, {}).items():
-        if info.get("type") == "ModuleList" and path.split(".")[-2:] == ["encoder", "layer"]:
-            return path
-    raise GrowError("no encoder layer list in the traced graph")
+@dataclass(frozen=True)
+class StackPlan:
+    """How one stack is traced and grown.
+
+    Attributes:
+        container: full module path of the layer list (``bert.encoder.layer``).
+        layers: its layer count in the full model.
+        traced: its layer count in the traced model.
+        special: leading layers unlike the rest (kept as traced, read by absolute index).
+        period: layers after the special ones repeat with this period.
+        shared: one layer module called once per layer; layers are calls.
+    """
+
+    container: str
+    layers: int
+    traced: int
+    special: int = 0
+    period: int = 1
+    shared: bool = False
 
 
-def _renamer(container: str, old: int, new: int) -> Any:
+def traced_layers(layers: int, special: int = 0, period: int = 1) -> int:
+    """How many layers to trace so that the full stack can be grown from them.
+
+    The special layers, then one layer of each kind that follows a layer of the
+    repeating part (so its wiring to the layer before is the general one), and as many
+    more as make the last traced layer the same kind as the last real one.
+
+    >>> traced_layers(12), traced_layers(2), traced_layers(6, special=1), traced_layers(22, 1, 3)
+    (2, 2, 3, 7)
+    """
+    least = special + period + 1
+    if layers <= least:
+        return layers
+    count = least
+    while (count - 1 - special) % period != (layers - 1 - special) % period:
+        count += 1
+    return min(count, layers)
+
+
+def grow_stacks(traced: nx.DiGraph, plans: list[StackPlan]) -> nx.DiGraph:
+    """``traced`` with every stack grown to its full depth, in canonical form."""
+    graph = traced
+    for plan in plans:
+        if plan.layers > plan.traced:
+            graph = _grow_stack(graph, plan)
+    return g.canonicalize(graph)
+
+
+def _position(plan: StackPlan) -> Callable[[dict[str, Any]], int | None]:
+    """Node attributes → the layer (or, for a shared layer, the call) the node belongs to."""
+    pattern = re.compile(rf"^{re.escape(plan.container)}\.(\d+)(?:\.|$)")
+
+    def position(data: dict[str, Any]) -> int | None:
+        match = pattern.match(data.get(g.MODULE, ""))
+        if match is None or data.get(g.KIND) != g.OPERATOR:
+            return None
+        if plan.shared:
+            if match.group(1) != "0":
+                raise GrowError(f"{plan.container} has more than one shared layer")
+            return int(data.get(g.CALL, 0))
+        return int(match.group(1))
+
+    return position
+
+
+def _template(plan: StackPlan, layer: int) -> int:
+    """The traced layer that layer ``layer`` copies: the last traced one of its kind."""
+    template = plan.traced - 1
+    while (template - plan.special) % plan.period != (layer - plan.special) % plan.period:
+        template -= 1
+    if template <= plan.special:
+        raise GrowError(f"too few traced layers in {plan.container} to grow layer {layer}")
+    return template
+
+
+def _grow_stack(traced: nx.DiGraph, plan: StackPlan) -> nx.DiGraph:
+    position = _position(plan)
+    order = g.ops_in_order(traced)
+    layer_of = {node: position(traced.nodes[node]) for node in order}
+    inside = [index for index, node in enumerate(order) if layer_of[node] is not None]
+    if not inside:
+        raise GrowError(f"no ops in {plan.container}")
+    first, last = inside[0], inside[-1]
+    members: dict[int, list[str]] = {}
+    for node in order[first : last + 1]:
+        layer = layer_of[node]
+        if layer is None or (layer in members and layer != list(members)[-1]):
+            raise GrowError(f"the layers of {plan.container} are not contiguous in execution order")
+        members.setdefault(layer, []).append(node)
+    if list(members) != list(range(plan.traced)):
+        raise GrowError(f"{plan.container} was traced with layers {list(members)}, not 0-{plan.traced - 1}")
+    before, after = order[:first], order[last + 1 :]
+    index_in_layer = {node: index for nodes in members.values() for index, node in enumerate(nodes)}
+
+    grown = nx.DiGraph()
+    grown.graph.update(traced.graph)
+    sequence = before + order[first : last + 1]
+    for node in sequence:
+        grown.add_node(node, **traced.nodes[node])
+    for source, target, data in traced.edges(data=True):
+        if source in grown and target in grown:
+            grown.add_edge(source, target, **data)
+    node_at: dict[tuple[int, int], str] = {
+        (layer, index): node for layer, nodes in members.items() for index, node in enumerate(nodes)
+    }
+
+    def source_in(layer: int, template: int, source: str) -> str:
+        """Where layer ``layer`` reads what its template read from ``source``."""
+        from_layer = layer_of.get(source)
+        if from_layer is None:
+            if source not in grown:
+                raise GrowError(f"{source} is read by {plan.container} but runs after it")
+            return source
+        if from_layer < plan.special:
+            return source  # a special layer's result, read by every later layer
+        wanted = (layer - (template - from_layer), index_in_layer[source])
+        if wanted not in node_at:
+            raise GrowError(f"layers of one kind in {plan.container} differ")
+        return node_at[wanted]
+
+    for layer in range(plan.traced, plan.layers):
+        template = _template(plan, layer)
+        rename = _renamer(plan.container, template, layer)
+        for index, node in enumerate(members[template]):
+            data = dict(traced.nodes[node])
+            if plan.shared:
+                data[g.CALL] = layer
+            else:
+                data[g.MODULE] = rename(data[g.MODULE])
+                data[g.PARAM_NAMES] = [rename(name) for name in data.get(g.PARAM_NAMES, [])]
+                if g.SHARED_PARAMS in data:
+                    data[g.SHARED_PARAMS] = [rename(name) for name in data[g.SHARED_PARAMS]]
+            copy = f"{node}#{layer}"
+            grown.add_node(copy, **data)
+            node_at[layer, index] = copy
+            sequence.append(copy)
+        for node in members[template]:
+            target = node_at[layer, index_in_layer[node]]
+            for source in traced.predecessors(node):
+                grown.add_edge(source_in(layer, template, source), target, **traced.edges[source, node])
+
+    shift = plan.layers - plan.traced
+    for node in after:
+        grown.add_node(node, **traced.nodes[node])
+        sequence.append(node)
+    after_set = set(after)
+    for source, target, data in traced.edges(data=True):
+        if target not in after_set:
+            continue
+        from_layer = layer_of.get(source)
+        if from_layer is not None and from_layer >= plan.special:
+            source = node_at[from_layer + shift, index_in_layer[source]]
+        grown.add_edge(source, target, **data)
+    for number, node in enumerate(sequence):
+        grown.nodes[node][g.ORDER] = number
+    return grown
+
+
+def _renamer(container: str, old: int, new: int) -> Callable[[str], str]:
     pattern = re.compile(rf"^{re.escape(container)}\.{old}(?=[.:]|$)")
 
     def rename(text: str) -> str:
         return pattern.sub(f"{container}.{new}", text)
 
     return rename
-
-
-def _layer_of(container: str) -> Any:
-    pattern = re.compile(rf"^{re.escape(container)}\.(\d+)(?:[.:]|$)")
-
-    def layer(module: str) -> int | None:
-        match = pattern.match(module)
-        return int(match.group(1)) if match else None
-
-    return layer
-
-
-def grow_layers(traced: nx.DiGraph, layers: int) -> nx.DiGraph:
-    """``traced`` (two encoder layers) grown to ``layers`` layers, in canonical form."""
-    if layers <= TRACED_LAYERS:
-        return traced
-    container = layer_container(traced)
-    layer_of = _layer_of(container)
-    order = g.ops_in_order(traced)
-    index = {node: layer_of(traced.nodes[node].get(g.MODULE, "")) for node in order}
-    template = [n for n in order if index[n] == 1]
-    first_post = max(order.index(n) for n in template) + 1
-    if not template or any(index[n] != 1 for n in order[order.index(template[0]) : first_post]):
-        raise GrowError("the traced layers are not contiguous in execution order")
-    before, after = order[: order.index(template[0])], order[first_post:]
-    if any(index[n] is not None for n in after):
-        raise GrowError("layer ops run after the last layer")
-
-    grown = nx.DiGraph()
-    grown.graph.update(traced.graph)
-    sequence = list(before) + list(template)
-    for node in sequence:
-        grown.add_node(node, **traced.nodes[node])
-    for source, target, data in traced.edges(data=True):
-        if source in grown and target in grown:
-            grown.add_edge(source, target, **data)
-
-    for layer in range(2, layers):
-        rename = _renamer(container, 1, layer)
-        from_previous = _renamer(container, 0, layer - 1)
-        copies = {}
-        for node in template:
-            data = dict(traced.nodes[node])
-            data[g.MODULE] = rename(data[g.MODULE])
-            data[g.PARAM_NAMES] = [rename(name) for name in data.get(g.PARAM_NAMES, [])]
-            if g.SHARED_PARAMS in data:
-                data[g.SHARED_PARAMS] = [rename(name) for name in data[g.SHARED_PARAMS]]
-            copies[node] = rename(node)
-            grown.add_node(copies[node], **data)
-            sequence.append(copies[node])
-        for node in template:
-            for source in traced.predecessors(node):
-                edge = traced.edges[source, node]
-                if index[source] == 1:
-                    grown.add_edge(copies[source], copies[node], **edge)
-                elif index[source] == 0:
-                    grown.add_edge(from_previous(source), copies[node], **edge)
-                else:
-                    grown.add_edge(source, copies[node], **edge)
-
-    last = _renamer(container, 1, layers - 1)
-    for node in after:
-        grown.add_node(node, **traced.nodes[node])
-        sequence.append(node)
-    for source, target, data in traced.edges(data=True):
-        if target in after:
-            grown.add_edge(last(source) if index.get(source) == 1 else source, target, **data)
-    for position, node in enumerate(sequence):
-        grown.nodes[node][g.ORDER] = position
-    return g.ordered_copy(grown)
 
 
 def check_parameters(graph: nx.DiGraph, numel: dict[str, int]) -> None:
