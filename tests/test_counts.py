@@ -17,6 +17,7 @@ from bertgraph.model.counts import bert_parameter_total
 def configs(draw: st.DrawFn) -> dict[str, object]:
     heads = draw(st.integers(1, 4))
     config: dict[str, object] = {
+        "model_type": "bert",
         "num_attention_heads": heads,
         "hidden_size": heads * draw(st.integers(1, 8)),
         "num_hidden_layers": draw(st.integers(1, 3)),
