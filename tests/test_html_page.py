@@ -17,8 +17,8 @@ from bertgraph.api import Architecture
 from bertgraph.cli import main
 from bertgraph.graph.views import view
 from bertgraph.render import dot, embed, graphviz_run, style
-from bertgraph.render.html import generate_html, node_details, script_json
 from bertgraph.render.escape import visible
+from bertgraph.render.html import generate_html, node_details, script_json
 from tests.cdp import Browser, file_url
 from tests.conftest import require
 from tests.helpers import HOSTILE_NAMES, rename_modules

@@ -44,7 +44,10 @@ def model_dir(tmp_path: Path, config: str | bytes) -> Path:
     return folder
 
 
-TINY = '{"model_type": "bert", "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512'
+TINY = (
+    '{"model_type": "bert", "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, '
+    '"intermediate_size": 512'
+)
 
 
 # --- 1. -o at something that is not a regular file ---------------------------------------------
