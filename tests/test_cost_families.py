@@ -11,17 +11,22 @@ against its calls, and the command against its decoder-length option.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import pytest
 
+from bertgraph.cli import main
 from bertgraph.graph import cost
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.graph.stats import summary_rows
-from bertgraph.model import ModelSpec, build_model, example_inputs, family_of
+from bertgraph.model import ModelSpec, build_model, example_inputs, family_of, resolve
+from bertgraph.render import markdown, text
+from bertgraph.render.report import generate_cost_lines
 from tests.exported import flop_counter
 from tests.family_configs import TINY
 
@@ -204,3 +209,86 @@ def test_albert_shared_layer_costs_every_call_and_counts_its_parameters_once(tin
 
 def _inside(module: str, path: str) -> bool:
     return module == path or module.startswith(path + ".")
+
+
+# --- the command and the report, for every family ---------------------------------------------------------------
+
+
+def _table_case(model_type: str) -> Any:
+    marks = [] if model_type in {"t5", "gpt2", "modernbert"} else [pytest.mark.slow]
+    return pytest.param(model_type, marks=marks, id=model_type)
+
+
+@pytest.mark.parametrize("model_type", [_table_case(t) for t in TINY])
+def test_cost_tables_and_report_section_for_every_family(model_type: str, tiny_graph: TinyGraph) -> None:
+    spec, traced = tiny_graph(model_type, "base")
+    graph = costed(traced)
+    sizes = [cost.sizes_for(graph, seq=16), cost.sizes_for(graph, seq=32, batch=2)]
+    report = cost.cost_report(graph, sizes)
+    totals = cost.model_totals(graph)
+    matmul = [cost.evaluate(totals[g.MATMUL_FLOPS], s) for s in sizes]
+    assert report["total"]["matmul_flops"]["values"] == matmul
+    assert report["rows"][0]["path"] == "" and report["rows"][0]["matmul_flops"]["values"] == matmul
+    # The tree folds repeated layers like summary does, and a folded row sums every layer it stands for.
+    folded = [row for row in report["rows"] if row["repeat"] > 1]
+    assert folded, "tiny configs have at least three layers per stack"
+    modules = cost.module_costs(graph)
+    for row in folded:
+        parent, first = row["path"].rsplit(".", 1)
+        members = [f"{parent}.{int(first) + i}" for i in range(row["repeat"])]
+        expected = [sum(cost.evaluate(modules[m][g.MATMUL_FLOPS], s) for m in members) for s in sizes]
+        assert row["matmul_flops"]["values"] == expected, row["path"]
+    assert all(peak > 0 for peak in report["memory"]["peak_activation_bytes"])
+    text_out = "".join(f"{line}\n" for line in text.generate_cost(report))
+    markdown_out = "".join(f"{line}\n" for line in markdown.generate_cost(report))
+    for out in (text_out, markdown_out):
+        assert f"{matmul[0]:,}" in out and f"{matmul[1]:,}" in out
+    assert json.loads(json.dumps(report)) == report
+    if "tgt" in spec.dim_names:
+        assert "tgt=16" in text_out and "tgt=32" in text_out  # the decoder as long as the input
+    section = "".join(f"{line}\n" for line in generate_cost_lines(graph))
+    assert (
+        section.startswith("## Cost") and f"{cost.evaluate(totals[g.MATMUL_FLOPS], cost.sizes_for(graph)):,}" in section
+    )
+
+
+def test_decoder_length_is_an_option_of_the_cost_command(
+    family_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--decoder-len`` sets the decoder length apart from ``--seq-len``; the figures are FlopCounterMode's."""
+    folder = str(family_dirs["t5"])
+    assert main(["cost", folder, "--seq-len", "16", "40", "--decoder-len", "6", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sizes"] == [{"batch": 1, "seq": 16, "tgt": 6}, {"batch": 1, "seq": 40, "tgt": 6}]
+    spec = resolve(folder)
+    model = build_model(spec, weights=True)
+    for at, value in zip(report["sizes"], report["total"]["matmul_flops"]["values"]):
+        assert value == flop_counter(model, real_inputs(spec, at)), at
+    assert main(["cost", folder, "--seq-len", "16", "40", "--decoder-len", "6", "9", "--format", "json"]) == 0
+    assert [s["tgt"] for s in json.loads(capsys.readouterr().out)["sizes"]] == [6, 9]
+    assert main(["cost", folder, "--seq-len", "16", "40", "--format", "json"]) == 0
+    assert [s["tgt"] for s in json.loads(capsys.readouterr().out)["sizes"]] == [16, 40]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "extra", "message"),
+    [
+        ("gpt2", ["--decoder-len", "8"], "--decoder-len applies to encoder-decoder models"),
+        ("bert", ["--decoder-len", "8"], "has no decoder length"),
+        ("t5", ["--seq-len", "8", "9", "--decoder-len", "1", "2", "3"], "one length or one per --seq-len (2), not 3"),
+        ("bart", ["--decoder-len", "65"], "--decoder-len 65 is above the model's 64 positions"),
+    ],
+)
+def test_a_decoder_length_that_does_not_apply_is_one_line(
+    model_type: str,
+    extra: list[str],
+    message: str,
+    family_dirs: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "cost.txt"
+    assert main(["cost", str(family_dirs[model_type]), *extra, "-o", str(target)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and "\n" not in error
+    assert not target.exists()

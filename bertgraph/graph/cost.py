@@ -164,14 +164,46 @@ def sequence_name(graph: nx.DiGraph) -> str:
     return "sequence" if "sequence" in example and "seq" not in example else "seq"
 
 
-def sizes_for(graph: nx.DiGraph, seq: int | None = None, batch: int | None = None) -> dict[str, int]:
-    """The example sizes of ``graph`` with ``seq`` and ``batch`` replaced where given."""
+DECODER = "tgt"  # an encoder-decoder's decoder length
+
+
+def has_decoder_length(graph: nx.DiGraph) -> bool:
+    """Whether the graph's costs depend on a decoder length of their own (T5, BART)."""
+    return DECODER in graph.graph.get(g.G_EXAMPLE, {})
+
+
+def sizes_for(
+    graph: nx.DiGraph, seq: int | None = None, batch: int | None = None, decoder: int | None = None
+) -> dict[str, int]:
+    """The example sizes of ``graph`` with ``seq``, ``batch`` and the decoder length replaced where given.
+
+    An encoder-decoder's decoder is as long as its input unless ``decoder`` says otherwise,
+    as in the example bertgraph traces.
+    """
     sizes = {str(k): int(v) for k, v in graph.graph.get(g.G_EXAMPLE, {}).items()}
     if seq is not None:
         sizes[sequence_name(graph)] = seq
+        if DECODER in sizes:
+            sizes[DECODER] = seq
+    if decoder is not None:
+        if DECODER not in sizes:
+            raise CostError(
+                f"{graph.graph.get(g.G_NAME) or 'this model'} has no decoder length: "
+                "a decoder length applies to encoder-decoder models (t5-small, bart-base, …)"
+            )
+        sizes[DECODER] = decoder
     if batch is not None:
         sizes["batch"] = batch
     return sizes
+
+
+def at_length(sizes: Mapping[str, int], name: str, length: int) -> dict[str, int]:
+    """``sizes`` with the length ``name`` set, and the decoder length with it: a length sweep
+    of an encoder-decoder keeps its decoder as long as its input."""
+    at = {**sizes, name: length}
+    if DECODER in at:
+        at[DECODER] = length
+    return at
 
 
 def evaluate(poly: Poly, sizes: Mapping[str, int]) -> int:
@@ -302,13 +334,14 @@ def cost_report(
 
 
 def crossover(linear: Poly, attention: Poly, sizes: Mapping[str, int], name: str, limit: int = 10**7) -> int | None:
-    """The smallest length (dimension ``name``) at which ``attention`` reaches ``linear``, other sizes fixed.
+    """The smallest length (dimension ``name``) at which ``attention`` reaches ``linear``, other sizes fixed
+    (but an encoder-decoder's decoder length, which follows ``name``; see :func:`at_length`).
 
     None when it does not happen below ``limit`` (no quadratic term, say).
     """
 
     def ahead(length: int) -> bool:
-        at = {**sizes, name: length}
+        at = at_length(sizes, name, length)
         return evaluate(attention, at) >= evaluate(linear, at)
 
     if ahead(1):
@@ -334,7 +367,7 @@ def flops_curves(graph: nx.DiGraph, lengths: Iterable[int], sizes: Mapping[str, 
     name = sequence_name(graph)
     curves: dict[str, list[int]] = {LINEAR_FLOPS: [], ATTENTION_FLOPS: [], g.OTHER_FLOPS: []}
     for length in lengths:
-        at = {**sizes, name: length}
+        at = at_length(sizes, name, length)
         for key in curves:
             curves[key].append(evaluate(totals[key], at))
     return curves
