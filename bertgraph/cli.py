@@ -420,7 +420,7 @@ def _decoder_lengths(given: list[int] | None, columns: int) -> list[int | None]:
     if not given:
         return [None] * columns
     if len(given) == 1:
-        return given * columns
+        return [given[0]] * columns
     if len(given) != columns:
         raise UsageError(f"--decoder-len takes one length or one per --seq-len ({columns}), not {len(given)}")
     return list(given)
