@@ -51,11 +51,11 @@ def sizes_of(spec: ModelSpec, batch: int, seq: int, tgt: int) -> dict[str, int]:
     return {name: every[name] for name in spec.dim_names}
 
 
-def real_inputs(spec: ModelSpec, sizes: dict[str, int]) -> dict[str, Any]:
+def real_inputs(spec: ModelSpec, model: Any, sizes: dict[str, int]) -> dict[str, Any]:
     """The head's inputs on the CPU; a sequence classifier of an encoder-decoder pools its end-of-sequence token."""
     inputs = example_inputs(spec, "cpu", tuple(sizes[name] for name in spec.dim_names))
     if spec.family.structure == "encoder-decoder" and spec.head == "sequence-classification":
-        inputs["input_ids"][:, -1] = int(spec.config["eos_token_id"])
+        inputs["input_ids"][:, -1] = int(model.config.eos_token_id)
     return inputs
 
 
@@ -66,7 +66,8 @@ def counted(spec: ModelSpec, model_type: str, sizes: dict[str, int]) -> int:
     if (model_type, spec.head) not in _REAL:
         _REAL.clear()  # one real model at a time
         _REAL[model_type, spec.head] = build_model(spec, weights=True)  # seeded random weights, CPU
-    return flop_counter(_REAL[model_type, spec.head], real_inputs(spec, sizes))
+    model = _REAL[model_type, spec.head]
+    return flop_counter(model, real_inputs(spec, model, sizes))
 
 
 # Ops whose output size depends on the data: an encoder-decoder's classifier selects the
@@ -263,7 +264,7 @@ def test_decoder_length_is_an_option_of_the_cost_command(
     spec = resolve(folder)
     model = build_model(spec, weights=True)
     for at, value in zip(report["sizes"], report["total"]["matmul_flops"]["values"]):
-        assert value == flop_counter(model, real_inputs(spec, at)), at
+        assert value == flop_counter(model, real_inputs(spec, model, at)), at
     assert main(["cost", folder, "--seq-len", "16", "40", "--decoder-len", "6", "9", "--format", "json"]) == 0
     assert [s["tgt"] for s in json.loads(capsys.readouterr().out)["sizes"]] == [6, 9]
     assert main(["cost", folder, "--seq-len", "16", "40", "--format", "json"]) == 0
