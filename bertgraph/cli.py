@@ -408,6 +408,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     arch = _architecture(args, args.head)
     if args.decoder_len and not cost.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
+    cost.check_products_counted(arch.graph, name=str(args.model))
     batch = args.batch or 1
     sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
     report = cost.cost_report(arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype)

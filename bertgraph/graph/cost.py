@@ -18,7 +18,7 @@ import networkx as nx
 
 from bertgraph.errors import BertgraphError
 from bertgraph.graph import schema as g
-from bertgraph.graph.formulas import FORMULAS, Call, numel, op_key
+from bertgraph.graph.formulas import FORMULAS, MATRIX_PRODUCTS, Call, numel, op_key
 from bertgraph.graph.poly import Poly, PolyError, total
 
 # Bytes per element of each dtype name the graph records.
@@ -131,19 +131,63 @@ def reads_weights(data: Mapping[str, Any]) -> bool:
     return bool(data.get(g.PARAM_NAMES) or data.get(g.SHARED_PARAMS))
 
 
+def has_weight_operand(graph: nx.DiGraph, node: str) -> bool:
+    """Whether an op multiplies by a weight: it reads a parameter, or the result of an op that reads
+    nothing but parameters (an ONNX file's ``Transpose`` of a weight before its ``MatMul``)."""
+    if reads_weights(graph.nodes[node]):
+        return True
+    return any(
+        reads_weights(graph.nodes[source])
+        and graph.in_degree(source) == 0
+        and graph.nodes[source].get(g.KIND) == g.OPERATOR
+        for source in graph.predecessors(node)
+    )
+
+
 def model_totals(graph: nx.DiGraph) -> dict[str, Poly]:
     """Whole-model polynomials: matmul, other and all FLOPs, matmul FLOPs of linear layers
     (an operand is a parameter) and of attention (both operands activations), activation bytes."""
-    ops = [data for _, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
+    nodes = [node for node, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
+    ops = [graph.nodes[node] for node in nodes]
     matmul = [node_poly(data, g.MATMUL_FLOPS) for data in ops]
+    weighted = [has_weight_operand(graph, node) for node in nodes]
     return {
         g.MATMUL_FLOPS: total(matmul),
         g.OTHER_FLOPS: total(node_poly(data, g.OTHER_FLOPS) for data in ops),
         FLOPS: total(node_flops(data) for data in ops),
-        LINEAR_FLOPS: total(m for m, data in zip(matmul, ops) if reads_weights(data)),
-        ATTENTION_FLOPS: total(m for m, data in zip(matmul, ops) if not reads_weights(data)),
+        LINEAR_FLOPS: total(m for m, weight in zip(matmul, weighted) if weight),
+        ATTENTION_FLOPS: total(m for m, weight in zip(matmul, weighted) if not weight),
         g.ACTIVATION_BYTES: total(node_poly(data, g.ACTIVATION_BYTES) for data in ops),
     }
+
+
+def uncounted_products(graph: nx.DiGraph) -> dict[str, int]:
+    """Ops that multiply matrices but have no cost (their shapes are unknown) → how many there are.
+
+    Without them the matmul FLOPs would be short, so the ``cost`` command refuses such a graph.
+    """
+    found: Counter[str] = Counter()
+    for _, data in graph.nodes(data=True):
+        target = str(data.get(g.TARGET) or data.get(g.OP, ""))
+        if data.get(g.KIND) == g.OPERATOR and data.get(g.COST_UNSUPPORTED) and op_key(target) in MATRIX_PRODUCTS:
+            found[target] += 1
+    return dict(sorted(found.items()))
+
+
+def check_products_counted(graph: nx.DiGraph, name: str | None = None) -> None:
+    """Raise :class:`CostError` (one line, saying why) when a matrix product has no cost."""
+    missing = uncounted_products(graph)
+    if not missing:
+        return
+    count = sum(missing.values())
+    names = ", ".join(f"{n} × {op}" if n > 1 else op for op, n in missing.items())
+    where = "ONNX shape inference" if graph.graph.get(g.G_SOURCE) == "onnx" else "tracing"
+    products = f"{count} matrix product{'s' if count > 1 else ''} ({names})"
+    raise CostError(
+        f"{name or graph.graph.get(g.G_NAME) or 'the model'}: {products} "
+        f"{'have' if count > 1 else 'has'} shapes {where} could not work out, so the matmul FLOPs cannot be "
+        "counted exactly; give the model's config, or an ONNX file whose shapes are known (bertgraph onnx writes one)"
+    )
 
 
 def unsupported(graph: nx.DiGraph) -> dict[str, int]:

@@ -70,6 +70,26 @@ class Flops(NamedTuple):
 
 Formula = Callable[[Call], Flops]
 FORMULAS: dict[str, Formula] = {}
+# The ops whose formula counts matrix products: a graph where one of them has no cost undercounts.
+MATRIX_PRODUCTS = frozenset(
+    {
+        "aten.linear",
+        "aten.matmul",
+        "aten.mm",
+        "aten.addmm",
+        "aten.bmm",
+        "aten.baddbmm",
+        "aten.scaled_dot_product_attention",
+        "aten.conv1d",
+        "aten.conv2d",
+        "aten.conv3d",
+        "aten.einsum",
+        "onnx::MatMul",
+        "onnx::Gemm",
+        "onnx::Einsum",
+        "onnx::Conv",
+    }
+)
 
 ZERO = Poly()
 
