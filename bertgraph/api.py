@@ -67,18 +67,20 @@ class Architecture:
         seq_len: int | Sequence[int] | None = None,
         batch: int | None = None,
         *,
+        decoder_len: int | None = None,
         depth: int | None = None,
         fold: bool = True,
         dtype: str | None = None,
     ) -> dict[str, Any]:
         """FLOPs, activation bytes and memory with their formulas (the ``cost --format json`` object).
 
-        Evaluated at each sequence length of ``seq_len`` (default: the example's) and ``batch``.
+        Evaluated at each sequence length of ``seq_len`` (default: the example's) and ``batch``;
+        an encoder-decoder's decoder is ``decoder_len`` long (default: as long as the input).
         """
         from bertgraph.graph import cost
 
         lengths = [seq_len] if seq_len is None or isinstance(seq_len, int) else list(seq_len)
-        sizes = [cost.sizes_for(self.graph, seq=length, batch=batch) for length in lengths]
+        sizes = [cost.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
         return cost.cost_report(self.graph, sizes, depth=depth, fold=fold, dtype=dtype)
 
     def diff(self, other: Architecture) -> dict[str, Any]:

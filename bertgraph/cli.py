@@ -175,6 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     cost = commands.add_parser("cost", help="FLOPs and memory per module, as formulas in batch and seq")
     _common(cost, lengths=True)
+    cost.add_argument(
+        "--decoder-len",
+        type=_positive,
+        nargs="+",
+        metavar="N",
+        help="decoder lengths of an encoder-decoder (T5, BART): one for every --seq-len, or one each "
+        "(default: as long as the input)",
+    )
     cost.add_argument("--depth", type=_non_negative, help="deepest module level to list (default: all)")
     cost.add_argument(
         "--dtype",
@@ -383,15 +391,44 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
         check_writable(args.output)
     lengths: list[int | None] = list(args.seq_len or [None])
+    decoders = _decoder_lengths(args.decoder_len, len(lengths))
     if not _is_onnx(args):
+        spec = _spec(args, args.head, seq_len=lengths[0])
+        if args.decoder_len and "tgt" not in spec.dim_names:
+            raise UsageError(_no_decoder(args.model))
         for length in lengths[1:]:
             _spec(args, args.head, seq_len=length)  # each length within the model's positions
+        longest = max(args.decoder_len or [0])
+        if spec.max_positions is not None and longest > spec.max_positions:
+            raise UsageError(
+                f"--decoder-len {longest} is above the model's {spec.max_positions} positions; "
+                f"use --decoder-len {spec.max_positions} or less"
+            )
     args.seq_len = lengths[0]
     arch = _architecture(args, args.head)
-    sizes = [cost.sizes_for(arch.graph, seq=length, batch=args.batch or 1) for length in lengths]
+    if args.decoder_len and not cost.has_decoder_length(arch.graph):
+        raise UsageError(_no_decoder(args.model))
+    cost.check_products_counted(arch.graph, name=str(args.model))
+    batch = args.batch or 1
+    sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
     report = cost.cost_report(arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype)
     _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
+
+
+def _decoder_lengths(given: list[int] | None, columns: int) -> list[int | None]:
+    """One decoder length per --seq-len column: none given, one for all, or one each."""
+    if not given:
+        return [None] * columns
+    if len(given) == 1:
+        return [given[0]] * columns
+    if len(given) != columns:
+        raise UsageError(f"--decoder-len takes one length or one per --seq-len ({columns}), not {len(given)}")
+    return list(given)
+
+
+def _no_decoder(model: str) -> str:
+    return f"--decoder-len applies to encoder-decoder models (t5-small, bart-base, …); {model} has no decoder length"
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 
 import bertgraph
 from bertgraph.api import Architecture
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from bertgraph.model import ModelSpec
 
 # CI explores the same examples every run, so a failure there is reproducible here.
 settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -80,6 +87,38 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save_pretrained(folder, safe_serialization=True)
     assert (folder / "model.safetensors").is_file()
     return folder
+
+
+@pytest.fixture(scope="session")
+def family_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A folder with a tiny config.json for every model_type."""
+    from tests.family_configs import TINY
+
+    folders = {}
+    for model_type, config in TINY.items():
+        folder = tmp_path_factory.mktemp(model_type)
+        (folder / "config.json").write_text(json.dumps(config))
+        folders[model_type] = folder
+    return folders
+
+
+_FAMILY_GRAPHS: dict[tuple[str, str], nx.DiGraph] = {}
+
+
+@pytest.fixture(scope="session")
+def tiny_graph(family_dirs: dict[str, Path]) -> Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]:
+    """``tiny_graph(model_type, head)``: the spec and traced graph, once per session."""
+
+    from bertgraph.model import resolve
+    from bertgraph.tracing import trace
+
+    def get(model_type: str, head: str) -> tuple[ModelSpec, nx.DiGraph]:
+        spec = resolve(str(family_dirs[model_type]), head)
+        if (model_type, head) not in _FAMILY_GRAPHS:
+            _FAMILY_GRAPHS[model_type, head] = trace(spec)
+        return spec, _FAMILY_GRAPHS[model_type, head]
+
+    return get
 
 
 @pytest.fixture

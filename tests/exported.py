@@ -27,10 +27,15 @@ def exported_graph(model: Any, inputs: Inputs, name: str = "model") -> nx.DiGrap
     """The named, cost-annotated graph of ``model`` (on the meta device) fed by ``inputs(batch, seq, device)``."""
     import torch
 
+    from bertgraph.model import family_of
+
     spec = SimpleNamespace(
         name=name,
         head="base",
+        family=family_of("bert"),  # roles and stacks follow BERT's rules; costs need none of them
+        model_type="bert",
         dim_names=("batch", "seq"),
+        input_dims={},  # static exports: the dims are named from the pair of graphs, not from symbols
         example_shape=(SIZES[0]["batch"], SIZES[0]["seq"]),
         summary=dict,
     )

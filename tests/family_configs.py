@@ -73,7 +73,9 @@ TINY: dict[str, dict[str, Any]] = {
         "local_attention": 16,
         "pad_token_id": 0,
     },
-    "mpnet": {"model_type": "mpnet", **_ROBERTA_LIKE, "relative_attention_num_buckets": 8},
+    # transformers buckets MPNet's relative positions into 32 whatever the config says: fewer rows
+    # trace on the meta device but index out of range in a real forward pass.
+    "mpnet": {"model_type": "mpnet", **_ROBERTA_LIKE, "relative_attention_num_buckets": 32},
     "gpt2": {"model_type": "gpt2", "vocab_size": 99, "n_embd": 32, "n_layer": 3, "n_head": 4, "n_positions": 64},
     "llama": {"model_type": "llama", **_LLAMA_LIKE},
     "qwen2": {"model_type": "qwen2", **_LLAMA_LIKE},

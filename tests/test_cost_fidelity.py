@@ -152,6 +152,14 @@ OPS: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...], Callable[[
         (),
         _floats(8, 2),
     ),
+    # Grouped-query attention without repeat_kv: four query heads share one key/value head.
+    "attention with grouped keys": (
+        lambda x: torch.nn.functional.scaled_dot_product_attention(
+            x.unsqueeze(1).expand(-1, 4, -1, -1), x.unsqueeze(1), x.unsqueeze(1), enable_gqa=True
+        ),
+        (),
+        _floats(8),
+    ),
     "conv1d": (
         lambda x, w, b: torch.nn.functional.conv1d(x.transpose(1, 2), w, b, padding=1),
         ((4, 16, 3), (4,)),

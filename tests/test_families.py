@@ -51,33 +51,6 @@ PUBLISHED: dict[str, tuple[str, int]] = {
 }
 
 
-@pytest.fixture(scope="session")
-def family_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A folder with a tiny config.json for every model_type."""
-    folders = {}
-    for model_type, config in TINY.items():
-        folder = tmp_path_factory.mktemp(model_type)
-        (folder / "config.json").write_text(json.dumps(config))
-        folders[model_type] = folder
-    return folders
-
-
-_GRAPHS: dict[tuple[str, str], nx.DiGraph] = {}
-
-
-@pytest.fixture(scope="session")
-def tiny_graph(family_dirs: dict[str, Path]) -> Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]:
-    """``tiny_graph(model_type, head)``: the spec and traced graph, once per session."""
-
-    def get(model_type: str, head: str) -> tuple[ModelSpec, nx.DiGraph]:
-        spec = resolve(str(family_dirs[model_type]), head)
-        if (model_type, head) not in _GRAPHS:
-            _GRAPHS[model_type, head] = trace(spec)
-        return spec, _GRAPHS[model_type, head]
-
-    return get
-
-
 def unique_numel(module: Any) -> int:
     return sum(p.numel() for p in module.parameters())
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import networkx as nx
 import pytest
 import torch
 
 from bertgraph.api import Architecture
 from bertgraph.graph import memory
-from bertgraph.model import build_model, example_inputs, resolve
+from bertgraph.graph.poly import Poly
+from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
 from tests.live_storage import peak_bytes
 
 TOLERANCE = 0.05
@@ -58,6 +60,36 @@ def test_peak_of_bert_base_matches_a_cpu_run(
     assert abs(peak.bytes - exported) <= TOLERANCE * exported
     assert peak.bytes == exported  # in fact to the byte, as the README says
     assert module >= exported
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "t5", "modernbert"])
+@pytest.mark.parametrize(("batch", "seq", "tgt"), [(1, 13, 7), (2, 40, 23), (1, 64, 64)])
+def test_peak_of_other_families_matches_a_cpu_run(
+    model_type: str, batch: int, seq: int, tgt: int, tiny_graph: Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]
+) -> None:
+    """A decoder-only, an encoder-decoder with its own decoder length, and ModernBERT's sliding-window masks.
+
+    At the longer sizes ModernBERT peaks inside attention, where the CPU kernel holds the
+    float copy of its boolean mask and the log-sum-exp of every row (``memory.transient``).
+    """
+    spec, graph = tiny_graph(model_type, "base")
+    sizes = {name: value for name, value in {"batch": batch, "seq": seq, "tgt": tgt}.items() if name in spec.dim_names}
+    estimate = memory.peak_activation(graph, sizes).bytes
+    model = build_model(spec, weights=True)
+    inputs = example_inputs(spec, device="cpu", shape=tuple(sizes[name] for name in spec.dim_names))
+    exported, _ = peak_bytes(torch.export.export(model, (), inputs, strict=False).module(), inputs)
+    assert abs(estimate - exported) <= TOLERANCE * exported, (estimate, exported)
+
+
+def test_attention_holds_a_float_mask_and_row_statistics_while_it_runs(
+    tiny_graph: Callable[[str, str], tuple[ModelSpec, nx.DiGraph]],
+) -> None:
+    _, graph = tiny_graph("modernbert", "base")
+    node = "layers.1.attn:scaled_dot_product_attention"
+    floats, rows = memory.transient(graph, node)
+    assert str(floats) == "batch*seq**2"  # the [batch, 1, seq, seq] boolean mask, as float
+    assert str(rows) == "4*batch*seq"  # [batch, heads, seq]
+    assert memory.transient(graph, "layers.1.mlp.Wi:linear") == (Poly(), Poly())
 
 
 def test_peak_is_computed_per_size_and_dtype(traced: Callable[..., Architecture]) -> None:

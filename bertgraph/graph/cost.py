@@ -18,7 +18,7 @@ import networkx as nx
 
 from bertgraph.errors import BertgraphError
 from bertgraph.graph import schema as g
-from bertgraph.graph.formulas import FORMULAS, Call, numel, op_key
+from bertgraph.graph.formulas import FORMULAS, MATRIX_PRODUCTS, Call, numel, op_key
 from bertgraph.graph.poly import Poly, PolyError, total
 
 # Bytes per element of each dtype name the graph records.
@@ -131,19 +131,63 @@ def reads_weights(data: Mapping[str, Any]) -> bool:
     return bool(data.get(g.PARAM_NAMES) or data.get(g.SHARED_PARAMS))
 
 
+def has_weight_operand(graph: nx.DiGraph, node: str) -> bool:
+    """Whether an op multiplies by a weight: it reads a parameter, or the result of an op that reads
+    nothing but parameters (an ONNX file's ``Transpose`` of a weight before its ``MatMul``)."""
+    if reads_weights(graph.nodes[node]):
+        return True
+    return any(
+        reads_weights(graph.nodes[source])
+        and graph.in_degree(source) == 0
+        and graph.nodes[source].get(g.KIND) == g.OPERATOR
+        for source in graph.predecessors(node)
+    )
+
+
 def model_totals(graph: nx.DiGraph) -> dict[str, Poly]:
     """Whole-model polynomials: matmul, other and all FLOPs, matmul FLOPs of linear layers
     (an operand is a parameter) and of attention (both operands activations), activation bytes."""
-    ops = [data for _, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
+    nodes = [node for node, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
+    ops = [graph.nodes[node] for node in nodes]
     matmul = [node_poly(data, g.MATMUL_FLOPS) for data in ops]
+    weighted = [has_weight_operand(graph, node) for node in nodes]
     return {
         g.MATMUL_FLOPS: total(matmul),
         g.OTHER_FLOPS: total(node_poly(data, g.OTHER_FLOPS) for data in ops),
         FLOPS: total(node_flops(data) for data in ops),
-        LINEAR_FLOPS: total(m for m, data in zip(matmul, ops) if reads_weights(data)),
-        ATTENTION_FLOPS: total(m for m, data in zip(matmul, ops) if not reads_weights(data)),
+        LINEAR_FLOPS: total(m for m, weight in zip(matmul, weighted) if weight),
+        ATTENTION_FLOPS: total(m for m, weight in zip(matmul, weighted) if not weight),
         g.ACTIVATION_BYTES: total(node_poly(data, g.ACTIVATION_BYTES) for data in ops),
     }
+
+
+def uncounted_products(graph: nx.DiGraph) -> dict[str, int]:
+    """Ops that multiply matrices but have no cost (their shapes are unknown) → how many there are.
+
+    Without them the matmul FLOPs would be short, so the ``cost`` command refuses such a graph.
+    """
+    found: Counter[str] = Counter()
+    for _, data in graph.nodes(data=True):
+        target = str(data.get(g.TARGET) or data.get(g.OP, ""))
+        if data.get(g.KIND) == g.OPERATOR and data.get(g.COST_UNSUPPORTED) and op_key(target) in MATRIX_PRODUCTS:
+            found[target] += 1
+    return dict(sorted(found.items()))
+
+
+def check_products_counted(graph: nx.DiGraph, name: str | None = None) -> None:
+    """Raise :class:`CostError` (one line, saying why) when a matrix product has no cost."""
+    missing = uncounted_products(graph)
+    if not missing:
+        return
+    count = sum(missing.values())
+    names = ", ".join(f"{n} × {op}" if n > 1 else op for op, n in missing.items())
+    where = "ONNX shape inference" if graph.graph.get(g.G_SOURCE) == "onnx" else "tracing"
+    products = f"{count} matrix product{'s' if count > 1 else ''} ({names})"
+    raise CostError(
+        f"{name or graph.graph.get(g.G_NAME) or 'the model'}: {products} "
+        f"{'have' if count > 1 else 'has'} shapes {where} could not work out, so the matmul FLOPs cannot be "
+        "counted exactly; give the model's config, or an ONNX file whose shapes are known (bertgraph onnx writes one)"
+    )
 
 
 def unsupported(graph: nx.DiGraph) -> dict[str, int]:
@@ -164,14 +208,46 @@ def sequence_name(graph: nx.DiGraph) -> str:
     return "sequence" if "sequence" in example and "seq" not in example else "seq"
 
 
-def sizes_for(graph: nx.DiGraph, seq: int | None = None, batch: int | None = None) -> dict[str, int]:
-    """The example sizes of ``graph`` with ``seq`` and ``batch`` replaced where given."""
+DECODER = "tgt"  # an encoder-decoder's decoder length
+
+
+def has_decoder_length(graph: nx.DiGraph) -> bool:
+    """Whether the graph's costs depend on a decoder length of their own (T5, BART)."""
+    return DECODER in graph.graph.get(g.G_EXAMPLE, {})
+
+
+def sizes_for(
+    graph: nx.DiGraph, seq: int | None = None, batch: int | None = None, decoder: int | None = None
+) -> dict[str, int]:
+    """The example sizes of ``graph`` with ``seq``, ``batch`` and the decoder length replaced where given.
+
+    An encoder-decoder's decoder is as long as its input unless ``decoder`` says otherwise,
+    as in the example bertgraph traces.
+    """
     sizes = {str(k): int(v) for k, v in graph.graph.get(g.G_EXAMPLE, {}).items()}
     if seq is not None:
         sizes[sequence_name(graph)] = seq
+        if DECODER in sizes:
+            sizes[DECODER] = seq
+    if decoder is not None:
+        if DECODER not in sizes:
+            raise CostError(
+                f"{graph.graph.get(g.G_NAME) or 'this model'} has no decoder length: "
+                "a decoder length applies to encoder-decoder models (t5-small, bart-base, …)"
+            )
+        sizes[DECODER] = decoder
     if batch is not None:
         sizes["batch"] = batch
     return sizes
+
+
+def at_length(sizes: Mapping[str, int], name: str, length: int) -> dict[str, int]:
+    """``sizes`` with the length ``name`` set, and the decoder length with it: a length sweep
+    of an encoder-decoder keeps its decoder as long as its input."""
+    at = {**sizes, name: length}
+    if DECODER in at:
+        at[DECODER] = length
+    return at
 
 
 def evaluate(poly: Poly, sizes: Mapping[str, int]) -> int:
@@ -302,13 +378,14 @@ def cost_report(
 
 
 def crossover(linear: Poly, attention: Poly, sizes: Mapping[str, int], name: str, limit: int = 10**7) -> int | None:
-    """The smallest length (dimension ``name``) at which ``attention`` reaches ``linear``, other sizes fixed.
+    """The smallest length (dimension ``name``) at which ``attention`` reaches ``linear``, other sizes fixed
+    (but an encoder-decoder's decoder length, which follows ``name``; see :func:`at_length`).
 
     None when it does not happen below ``limit`` (no quadratic term, say).
     """
 
     def ahead(length: int) -> bool:
-        at = {**sizes, name: length}
+        at = at_length(sizes, name, length)
         return evaluate(attention, at) >= evaluate(linear, at)
 
     if ahead(1):
@@ -334,7 +411,7 @@ def flops_curves(graph: nx.DiGraph, lengths: Iterable[int], sizes: Mapping[str, 
     name = sequence_name(graph)
     curves: dict[str, list[int]] = {LINEAR_FLOPS: [], ATTENTION_FLOPS: [], g.OTHER_FLOPS: []}
     for length in lengths:
-        at = {**sizes, name: length}
+        at = at_length(sizes, name, length)
         for key in curves:
             curves[key].append(evaluate(totals[key], at))
     return curves

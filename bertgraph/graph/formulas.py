@@ -32,6 +32,17 @@ gather, embedding lookups, data movement (views, copies, cat),
 tensor creation, eval-mode dropout
 =============================================================  ==========================
 
+What the families add falls under the same rule, op by op, as torch.export records it:
+RMS norm written out (LLaMA, T5: square, mean, add ε, rsqrt, normalise, weight = 4 per
+element + 2 per row); rotary tables (cos, sin, scaling: 1 per element) and ``rotate_half``
+(slices and ``cat`` 0, ``neg`` 1, then a multiply and add); ``repeat_kv`` (``expand`` and
+``reshape``: 0, and attention counts every query head); relative-position buckets of T5
+and MPNet (integer arithmetic 0; ``log`` and the float divisions and scale 1 per element);
+DeBERTa's disentangled attention (its ``bmm`` against the relative embeddings counted as
+matrix products, ``gather`` 0); ModernBERT's sliding-window mask (boolean and integer: 0)
+and GeGLU (``chunk`` 0, GELU and the product 1 each); cross-attention with queries of the
+decoder's length and keys of the encoder's.
+
 The per-element weights follow common practice: softmax 3 (exp, sum, divide) as in
 Hoffmann et al. 2022, appendix F; layer norm 5 (mean, subtract, square-and-sum, normalise,
 scale and shift) as fvcore and DeepSpeed's profiler count it; activations 1, as ptflops
@@ -70,6 +81,26 @@ class Flops(NamedTuple):
 
 Formula = Callable[[Call], Flops]
 FORMULAS: dict[str, Formula] = {}
+# The ops whose formula counts matrix products: a graph where one of them has no cost undercounts.
+MATRIX_PRODUCTS = frozenset(
+    {
+        "aten.linear",
+        "aten.matmul",
+        "aten.mm",
+        "aten.addmm",
+        "aten.bmm",
+        "aten.baddbmm",
+        "aten.scaled_dot_product_attention",
+        "aten.conv1d",
+        "aten.conv2d",
+        "aten.conv3d",
+        "aten.einsum",
+        "onnx::MatMul",
+        "onnx::Gemm",
+        "onnx::Einsum",
+        "onnx::Conv",
+    }
+)
 
 ZERO = Poly()
 

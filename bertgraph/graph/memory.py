@@ -7,7 +7,10 @@ is a model output. The peak is the largest sum of live storages right after an o
 run, while its inputs are still live. This is what an executor that frees every tensor
 after its last use holds — the code torch.fx generates for an exported program does
 exactly that — and it leaves out model inputs and parameters, which are counted apart,
-and scratch memory inside kernels. Each storage is a polynomial in the named dimensions;
+and scratch memory inside kernels. One op holds more than its output while it runs
+(:func:`transient`): scaled dot-product attention on the CPU first turns a boolean mask
+into a float one and its kernel writes the log-sum-exp of every query row beside the
+output; both are freed when the op returns. Each storage is a polynomial in the named dimensions;
 which op is the peak depends on the sizes (the feed-forward layer at short sequences,
 attention scores at long ones), so the peak is computed per size.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any, NamedTuple
 
 import networkx as nx
@@ -110,6 +114,35 @@ def allocations(graph: nx.DiGraph) -> tuple[list[Allocation], list[str]]:
     return sorted(found, key=lambda a: (a.start, a.node)), unknown
 
 
+# Bytes per element of the log-sum-exp the CPU attention kernel keeps per query row (float32 at any input dtype).
+LOGSUMEXP_BYTES = 4
+ATTENTION_TARGETS = ("aten.scaled_dot_product_attention.default",)
+
+
+def transient(graph: nx.DiGraph, node: str) -> tuple[Poly, Poly]:
+    """Elements an op holds only while it runs, beyond its output: (float-typed, float32).
+
+    ``torch.nn.functional.scaled_dot_product_attention`` on the CPU converts a boolean mask
+    into a float mask of the query's dtype before its fused kernel runs, and the kernel
+    returns, besides the output, the log-sum-exp of each query row ([batch, heads, query
+    length], float32). Every other op: nothing.
+    """
+    data = graph.nodes[node]
+    if data.get(g.TARGET) not in ATTENTION_TARGETS:
+        return Poly(), Poly()
+    try:
+        query = shape_poly(data[g.INPUTS][0])
+    except (PolyError, IndexError, KeyError):
+        return Poly(), Poly()
+    mask = Poly()
+    for source in graph.predecessors(node):
+        edge = graph.edges[source, node]
+        if edge.get(g.DTYPE) == "bool":
+            with suppress(PolyError):
+                mask = numel(shape_poly(edge.get(g.SHAPE, [])))
+    return mask, numel(query[:-1])
+
+
 def peak_activation(graph: nx.DiGraph, sizes: Mapping[str, int], dtype: str | None = None) -> Peak:
     """The peak bytes of live activations of one inference at ``sizes``.
 
@@ -127,8 +160,11 @@ def peak_activation(graph: nx.DiGraph, sizes: Mapping[str, int], dtype: str | No
     peak_node = ""
     for index, node in enumerate(order):
         current += starts.get(index, 0)
-        if current > peak:
-            peak, peak_node = current, node
+        floats, lse = transient(graph, node)
+        held = evaluate(floats, sizes) * _bytes_per_element(str(graph.nodes[node].get(g.DTYPE, "")), dtype)
+        held += evaluate(lse, sizes) * LOGSUMEXP_BYTES
+        if current + held > peak:
+            peak, peak_node = current + held, node
         current -= ends.get(index, 0)
     return Peak(peak, peak_node, unknown)
 

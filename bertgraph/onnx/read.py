@@ -346,7 +346,7 @@ def tensor_facts(model: onnx.ModelProto) -> dict[str, TensorFacts]:
     for tensor in model.graph.initializer:
         facts[tensor.name] = TensorFacts([int(d) for d in tensor.dims], dtype_name(tensor.data_type))
     try:
-        inferred = onnx.shape_inference.infer_shapes(_light_copy(model), strict_mode=False).graph
+        inferred = onnx.shape_inference.infer_shapes(_light_copy(model), strict_mode=False, data_prop=True).graph
     except (onnx.shape_inference.InferenceError, ValueError, RuntimeError):
         inferred = model.graph  # what the file records is still worth showing
     for value in [*inferred.input, *inferred.value_info, *inferred.output]:
