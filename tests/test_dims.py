@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
 import pytest
 
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
-from bertgraph.model import HEADS, build_model, resolve
+from bertgraph.model import HEADS, ModelSpec, build_model, family_of, resolve
 from bertgraph.tracing import export_program, graph_from_program, trace_module
-from bertgraph.tracing.dims import DimsError, example_sizes, name_dim
+from bertgraph.tracing.dims import (
+    DimsError,
+    example_sizes,
+    known_sizes,
+    name_dim,
+    name_dims_once,
+    own_sizes,
+    single_sizes,
+)
+from bertgraph.tracing.export import MAX_DYNAMIC, shrunk_config, stack_plans, trace_module_twice
+from tests.family_configs import TINY
 
 
 @pytest.mark.parametrize("head", ["base", "multiple-choice", "question-answering", "pretraining"])
@@ -71,3 +87,90 @@ def test_trace_failure_names_module_and_line() -> None:
     assert "in module 'bert.encoder.layer.1.attention.self' (BertSelfAttention)" in message
     assert "test_dims.py" in message and "`if args[0].sum() > 0:" in message
     assert "\n" not in message
+
+
+# --- one export where one is enough ---------------------------------------------------------
+
+# Each family's default head, and the heads that add a dimension (choices, the decoder's
+# length) or a size only the data decides (an encoder-decoder classifier's <eos> count).
+ONE_EXPORT_CASES = [(model_type, None) for model_type in TINY] + [
+    ("bert", "multiple-choice"),
+    ("t5", "seq2seq-lm"),
+    ("bart", "seq2seq-lm"),
+    ("bart", "sequence-classification"),
+    ("gpt2", "causal-lm"),
+]
+
+
+def _graphml(graph: nx.DiGraph) -> str:
+    return "".join(graph_io.generate_graphml(graph))
+
+
+def _one_export(model: Any, spec: ModelSpec) -> nx.DiGraph:
+    """The graph named from a single export, or DimsError (the orchestration would then trace twice)."""
+    own = own_sizes(spec.config, (parameter.shape for parameter in model.parameters()))
+    sizes = single_sizes(spec.dim_names, spec.max_positions or MAX_DYNAMIC, own)
+    assert sizes is not None, "no sizes for a single export"
+    shape = tuple(sizes[name] for name in spec.dim_names)
+    return name_dims_once(graph_from_program(export_program(model, spec, shape), model, spec), sizes, known_sizes(own))
+
+
+@pytest.mark.parametrize(("model_type", "head"), ONE_EXPORT_CASES)
+def test_one_export_gives_the_graph_two_give(model_type: str, head: str | None, tmp_path: Path) -> None:
+    config = dict(TINY[model_type])
+    positions = family_of(model_type).sizes.get("max_position")
+    if positions:  # 64 positions leave some tiny configs no size a single export could use
+        config[positions] = 512
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = resolve(str(tmp_path), head) if head else resolve(str(tmp_path))
+    model = build_model(spec)
+    assert _graphml(_one_export(model, spec)) == _graphml(trace_module_twice(model, spec))
+
+
+@pytest.mark.slow
+def test_one_export_gives_bert_base_the_graph_two_give() -> None:
+    spec = resolve("bert-base-uncased", "sequence-classification")
+    small = replace(spec, config=shrunk_config(spec, stack_plans(spec, build_model(spec))))
+    model = build_model(small)  # the two-layer model tracing exports (then grows)
+    assert _graphml(_one_export(model, small)) == _graphml(trace_module_twice(model, small))
+
+
+def test_tracing_exports_once_unless_a_size_is_ambiguous(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bertgraph.tracing import export
+
+    shapes: list[tuple[int, ...] | None] = []
+    real = export.export_program
+
+    def counted(model: Any, spec: ModelSpec, shape: tuple[int, ...] | None = None) -> Any:
+        shapes.append(shape)
+        return real(model, spec, shape)
+
+    monkeypatch.setattr(export, "export_program", counted)
+    spec = resolve("bert-tiny", "sequence-classification")
+    model = build_model(spec)
+    once = trace_module(model, spec)
+    assert len(shapes) == 1 and shapes[0] is not None and 2 not in shapes[0]
+    assert _graphml(once) == _graphml(trace_module_twice(model, spec))
+    # A config number next to every size a single export could use leaves only the pair.
+    shapes.clear()
+    crowded = replace(spec, config={**spec.config, "planted": list(range(5, 2000, 9))})
+    assert single_sizes(crowded.dim_names, 512, own_sizes(crowded.config, [])) is None
+    assert _graphml(trace_module(model, crowded)) == _graphml(trace_module_twice(model, crowded))
+    assert shapes == [(2, 7), (3, 13), (2, 7), (3, 13)]
+
+
+def test_one_trace_reads_a_size_only_when_it_has_one_reading() -> None:
+    sizes = {"batch": 47, "seq": 37}
+    known = known_sizes(own_sizes({"hidden_size": 768, "num_attention_heads": 12}, []))
+
+    def read(*shape: int) -> list[int | str]:
+        graph = nx.DiGraph()
+        graph.add_node("op", **{g.SHAPE: list(shape), g.INPUTS: [list(shape)]})
+        return list(name_dims_once(graph, sizes, known).nodes["op"][g.SHAPE])
+
+    assert read(47, 37, 768) == ["batch", "seq", 768]
+    assert read(47 * 37, 12 * 47, 38, 64) == ["batch*seq", "12*batch", "seq + 1", 64]
+    with pytest.raises(DimsError, match="0 readings"):
+        read(2 * 37 + 1)  # a function of seq no formula covers, and no size of the model
+    with pytest.raises(DimsError, match="2 readings"):  # 2*seq, or a size the model has
+        name_dims_once(nx.DiGraph([("a", "b", {g.SHAPE: [74]})]), sizes, known | {74})

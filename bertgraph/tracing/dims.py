@@ -1,9 +1,19 @@
-"""Name the batch and sequence dimensions of two static traces.
+"""Name the batch and sequence dimensions of static traces: one where it is unambiguous, else two.
 
 Exporting with dynamic shapes makes torch.export reason symbolically about every op,
-which costs more than two plain exports. So bertgraph exports twice with fixed example
-sizes that are distinct primes (batch 2 and sequence 7, then batch 3 and sequence 13)
-and reads each dimension off the pair: a size that is 7 in one trace and 13 in the other
+which costs more than two plain exports. So bertgraph exports with fixed example sizes.
+
+One trace is enough when its sizes cannot be confused with the model's own: each
+dimension gets a prime that divides no whole number of the config or of a parameter's
+shape and lies more than ``MAX_OFFSET`` from every one of them and from the other
+dimensions (:func:`single_sizes`). A size of that trace is then read as exactly one of:
+a formula of the dimensions (below) whose coefficient no dimension's size divides, or a
+constant the model knows (:func:`known_sizes`: its config's numbers and parameter
+dimensions, their pairwise products and quotients). A size with no reading or with two
+sends tracing to the pair.
+
+The pair: two exports at sizes that are distinct primes (batch 2 and sequence 7, then
+batch 3 and sequence 13), each dimension read off the pair: a size that is 7 in one trace and 13 in the other
 is ``seq``; 14 and 39 is ``batch*seq``; 768 in both is 768. An encoder-decoder's decoder
 length is a dimension of its own, ``tgt`` (5, then 17), so cross-attention shows
 ``[batch, 8, tgt, seq]``; the primes are chosen so that no dimension is another plus or
@@ -17,7 +27,8 @@ with a whole coefficient, or one of them plus or minus a small constant — othe
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import networkx as nx
 
@@ -28,10 +39,14 @@ from bertgraph.graph import schema as g
 EXAMPLES: dict[str, tuple[int, int]] = {"batch": (2, 3), "choices": (3, 5), "seq": (7, 13), "tgt": (5, 17)}
 SEQUENCE_FALLBACKS = (7, 13, 11, 5, 3, 2)
 MAX_OFFSET = 8
+# Where a single trace's sizes are looked for. The constrained lengths are picked first,
+# the smallest prime that fits, so a trace stays as short as the pair's where it can.
+SINGLE_ORDER = ("seq", "tgt", "batch", "choices")
+SINGLE_LIMIT = 1000
 
 
 class DimsError(Exception):
-    """The two traces cannot be read as one graph with named dimensions."""
+    """The traces cannot be read as one graph with named dimensions."""
 
 
 def example_sizes(names: Sequence[str], max_positions: int) -> tuple[dict[str, int], dict[str, int]] | None:
@@ -66,26 +81,177 @@ def name_dim(a: int, b: int, first: dict[str, int], second: dict[str, int]) -> i
     """
     if a == b:
         return a
-    names = list(first)
-    fits: list[str] = []
-    for powers in itertools.product(range(3), repeat=len(names)):
-        if not any(powers):
-            continue
-        base_a = base_b = 1
-        for name, power in zip(names, powers):
-            base_a *= first[name] ** power
-            base_b *= second[name] ** power
-        if a % base_a == 0 and b % base_b == 0 and a // base_a == b // base_b:
-            factors = [name if power == 1 else f"{name}**{power}" for name, power in zip(names, powers) if power]
-            coefficient = a // base_a
-            fits.append("*".join(([str(coefficient)] if coefficient != 1 else []) + factors))
-    for name in names:
-        offset = a - first[name]
-        if offset and abs(offset) <= MAX_OFFSET and b - second[name] == offset:
-            fits.append(f"{name} {'+' if offset > 0 else '-'} {abs(offset)}")
+    fits = formulas((a, b), (first, second))
     if len(fits) != 1:
         raise DimsError(f"a dimension of size {a} and {b} in the two traces fits {len(fits)} formulas")
     return fits[0]
+
+
+def formulas(values: Sequence[int], traces: Sequence[dict[str, int]]) -> list[str]:
+    """Every formula that gives ``values[i]`` with the dimension sizes of ``traces[i]``, for all i.
+
+    A product of the dimensions (powers up to 2) with a whole coefficient, or one
+    dimension plus or minus at most ``MAX_OFFSET``.
+
+    >>> formulas((24, 36), ({"batch": 2, "seq": 7}, {"batch": 3, "seq": 13}))
+    ['12*batch']
+    >>> formulas((24,), ({"batch": 2, "seq": 7},))  # one trace alone reads less
+    ['12*batch', '6*batch**2']
+    """
+    return [text for text, _ in _fits(values, traces)]
+
+
+def _fits(values: Sequence[int], traces: Sequence[dict[str, int]]) -> list[tuple[str, int]]:
+    """:func:`formulas`, each with its coefficient (1 for a dimension plus or minus a constant)."""
+    names = list(traces[0])
+    fits: list[tuple[str, int]] = []
+    for powers in itertools.product(range(3), repeat=len(names)):
+        if not any(powers):
+            continue
+        coefficients = set()
+        for value, sizes in zip(values, traces):
+            base = 1
+            for name, power in zip(names, powers):
+                base *= sizes[name] ** power
+            coefficients.add(value // base if value % base == 0 else 0)
+        if len(coefficients) == 1 and 0 not in coefficients:
+            factors = [name if power == 1 else f"{name}**{power}" for name, power in zip(names, powers) if power]
+            coefficient = coefficients.pop()
+            fits.append(("*".join(([str(coefficient)] if coefficient != 1 else []) + factors), coefficient))
+    for name in names:
+        offsets = {value - sizes[name] for value, sizes in zip(values, traces)}
+        offset = offsets.pop()
+        if not offsets and offset and abs(offset) <= MAX_OFFSET:
+            fits.append((f"{name} {'+' if offset > 0 else '-'} {abs(offset)}", 1))
+    return fits
+
+
+def own_sizes(config: Mapping[str, Any], parameter_shapes: Iterable[Sequence[int]]) -> frozenset[int]:
+    """The sizes a model names itself: every whole number of its config (nested too) and
+    every dimension of a parameter, with 0, 1 and 2.
+
+    >>> sorted(own_sizes({"hidden_size": 8, "num_attention_heads": 2, "act": "gelu"}, [(4, 8)]))
+    [0, 1, 2, 4, 8]
+    """
+    found = {0, 1, 2}
+
+    def collect(value: Any) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int):
+            found.add(abs(value))
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                collect(item)
+
+    collect(config)
+    for shape in parameter_shapes:
+        found.update(int(size) for size in shape)
+    return frozenset(found)
+
+
+def known_sizes(own: Iterable[int]) -> frozenset[int]:
+    """The sizes a model may use with no input dimension in them: its own sizes, their
+    pairwise products and exact quotients (a head size is a hidden size over a head count,
+    a fused projection three hidden sizes).
+
+    >>> sorted(known_sizes({2, 8}))
+    [1, 2, 4, 8, 16, 64]
+    """
+    own = set(own)
+    found = set(own)
+    for a in own:
+        for b in own:
+            found.add(a * b)
+            if b and a % b == 0:
+                found.add(a // b)
+    return frozenset(found)
+
+
+def single_sizes(names: Sequence[str], max_positions: int, own: Iterable[int]) -> dict[str, int] | None:
+    """Sizes for one trace whose every dimension stands apart from the model's ``own`` sizes, or None.
+
+    A dimension's size is a prime that divides none of them (so neither does a product or
+    quotient of them) and is more than ``MAX_OFFSET`` from each of them, from their
+    quotients (a head size) and from the other dimensions' sizes; ``seq`` and ``tgt`` fit
+    in ``max_positions``.
+
+    >>> single_sizes(("batch", "seq"), 512, {0, 1, 2, 12, 768})
+    {'batch': 37, 'seq': 23}
+    """
+    base = sorted(size for size in own if size > 0)
+    near = sorted({a // b for a in base for b in base if a % b == 0})
+    chosen: dict[str, int] = {}
+    for name in sorted(names, key=SINGLE_ORDER.index):
+        limit = min(max_positions, SINGLE_LIMIT) if name in ("seq", "tgt") else SINGLE_LIMIT
+        for prime in _PRIMES:
+            if prime > limit:
+                return None
+            if any(abs(prime - size) <= MAX_OFFSET for size in (*near, *chosen.values())):
+                continue
+            if any(size % prime == 0 for size in base):
+                continue
+            chosen[name] = prime
+            break
+        else:
+            return None
+    return {name: chosen[name] for name in names}
+
+
+def name_dims_once(graph: nx.DiGraph, sizes: dict[str, int], known: frozenset[int]) -> nx.DiGraph:
+    """``graph`` (traced at ``sizes`` from :func:`single_sizes`) with every shape named.
+
+    Raises:
+        DimsError: a size reads as no formula and no known size, or as more than one.
+    """
+    cache: dict[int, int | str] = {}
+
+    def reading(size: int) -> int | str:
+        # A coefficient that a dimension's size divides is that dimension in disguise
+        # (``47*batch`` for ``batch*seq`` at seq 47): the model's own sizes, and so their
+        # products, have no such factor.
+        fits: list[int | str] = [
+            text for text, coefficient in _fits((size,), (sizes,)) if all(coefficient % n for n in sizes.values())
+        ]
+        if size in known:
+            fits.append(size)
+        if len(fits) != 1:
+            raise DimsError(f"a dimension of size {size} in the one trace has {len(fits)} readings")
+        return fits[0]
+
+    def named(shape: list[int | str]) -> list[int | str]:
+        result: list[int | str] = []
+        for size in shape:
+            if isinstance(size, str):
+                result.append(size)  # a size only the data decides ("?")
+                continue
+            if size not in cache:
+                cache[size] = reading(int(size))
+            result.append(cache[size])
+        return result
+
+    for _, data in graph.nodes(data=True):
+        data[g.SHAPE] = named(data.get(g.SHAPE, []))
+        if g.INPUTS in data:
+            data[g.INPUTS] = [named(shape) for shape in data[g.INPUTS]]
+    for _, _, data in graph.edges(data=True):
+        data[g.SHAPE] = named(data.get(g.SHAPE, []))
+    return graph
+
+
+def _primes(limit: int) -> tuple[int, ...]:
+    """The primes from 5 up to ``limit`` (2 and 3 divide too many model sizes to be of use)."""
+    sieve = [True] * (limit + 1)
+    for n in range(2, int(limit**0.5) + 1):
+        if sieve[n]:
+            sieve[n * n :: n] = [False] * len(sieve[n * n :: n])
+    return tuple(n for n in range(5, limit + 1) if sieve[n])
+
+
+_PRIMES = _primes(SINGLE_LIMIT)
 
 
 def name_dims(one: nx.DiGraph, two: nx.DiGraph, first: dict[str, int], second: dict[str, int]) -> nx.DiGraph:

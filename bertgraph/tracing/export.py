@@ -26,7 +26,15 @@ from bertgraph.errors import TraceError, first_line
 from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, build_model, example_inputs
 from bertgraph.model.families import Stack
-from bertgraph.tracing.dims import DimsError, example_sizes, name_dims
+from bertgraph.tracing.dims import (
+    DimsError,
+    example_sizes,
+    known_sizes,
+    name_dims,
+    name_dims_once,
+    own_sizes,
+    single_sizes,
+)
 from bertgraph.tracing.grow import GrowError, StackPlan, check_parameters, grow_stacks, traced_layers
 
 if TYPE_CHECKING:
@@ -135,9 +143,25 @@ def skeleton(spec: ModelSpec) -> nx.DiGraph:
 def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta") -> nx.DiGraph:
     """Export ``model`` and build the annotated graph, batch and sequence named.
 
-    Two exports with fixed example sizes name the dimensions (:mod:`bertgraph.tracing.dims`);
-    where they cannot, one export with dynamic dimensions does.
+    One export at sizes that stand apart from the model's own names the dimensions where
+    every size has a single reading; otherwise two exports at fixed example sizes do
+    (:mod:`bertgraph.tracing.dims`), and where they cannot, one export with dynamic
+    dimensions does.
     """
+    own = own_sizes(spec.config, (parameter.shape for parameter in model.parameters()))
+    sizes = single_sizes(spec.dim_names, spec.max_positions or MAX_DYNAMIC, own)
+    if sizes is not None:
+        shape = tuple(sizes[name] for name in spec.dim_names)
+        graph = graph_from_program(export_program(model, spec, shape), model, spec, weights=weights)
+        try:
+            return name_dims_once(graph, sizes, known_sizes(own))
+        except DimsError:
+            pass
+    return trace_module_twice(model, spec, weights)
+
+
+def trace_module_twice(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta") -> nx.DiGraph:
+    """:func:`trace_module` from two exports (or the dynamic one), never from a single export."""
     sizes = example_sizes(spec.dim_names, spec.max_positions or MAX_DYNAMIC)
     if sizes is not None:
         graphs = []
