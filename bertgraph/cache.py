@@ -11,6 +11,7 @@ cache; ``--no-cache`` (or ``BERTGRAPH_NO_CACHE=1``) turns it off.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ def enabled() -> bool:
     return os.environ.get("BERTGRAPH_NO_CACHE", "") in ("", "0")
 
 
+@functools.cache  # installed versions and the code do not change under a running process
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -75,6 +77,7 @@ def _file_identity(path: Path | None) -> dict[str, Any] | None:
     return {"files": identity}
 
 
+@functools.cache
 def _code_digest() -> str:
     digest = hashlib.sha256()
     for folder in _GRAPH_CODE:

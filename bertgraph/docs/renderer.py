@@ -9,6 +9,9 @@ Two caches keep a docs build cheap:
   everything that shapes it (the request, the graph cache key of its model, bertgraph's
   rendering code). A rebuild draws only what changed; a hit needs neither torch nor the
   graph.
+
+Drawings of one model at several depths, themes and formats share their views: each
+(graph, depth, folding) is computed once per process (:class:`~bertgraph.graph.views.KeptViews`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ import networkx as nx
 from bertgraph import cache
 from bertgraph.docs.request import DiagramRequest
 from bertgraph.files import write_atomic
+from bertgraph.graph.views import KeptViews
 from bertgraph.model import ModelSpec
 from bertgraph.version import __version__
 
 _GRAPHS: dict[str, nx.DiGraph] = {}
 _GRAPHS_LOCK = threading.Lock()
+_VIEWS = KeptViews()  # the memoised graphs are never changed, so their views can be kept
 _CODE: list[str] = []
 # The folders whose code shapes a drawing (the graph code is in the graph cache key).
 _DRAWING_CODE = ("render", "render/assets", "docs")
@@ -55,6 +60,7 @@ def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> 
                     if on_trace:
                         on_trace(f"{spec.name} ({spec.head})")
         _GRAPHS[key] = graph
+        _VIEWS.add(graph)
         return graph
 
 
@@ -121,7 +127,8 @@ class DiagramRenderer:
         kept = self._kept(key, suffix)
         if kept is not None:
             return kept
-        data = draw()
+        with _VIEWS.active():
+            data = draw()
         self._keep(key, suffix, data)
         if self.on_render:
             self.on_render(f"{request.describe()} as {output}")

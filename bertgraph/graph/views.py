@@ -21,10 +21,12 @@ the siblings it stands for.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -124,10 +126,55 @@ def is_within(path: str, ancestor: str) -> bool:
 # --- level of detail ---------------------------------------------------------------------
 
 
+class KeptViews:
+    """The views of graphs drawn many times and never changed (a docs build's), each computed once.
+
+    Only graphs :meth:`add`-ed are kept, and only inside :meth:`active`.
+    """
+
+    def __init__(self) -> None:
+        # id → (the graph, held so that its id stays its own; what was computed of it)
+        self._graphs: dict[int, tuple[nx.DiGraph, dict[Any, Any]]] = {}
+
+    def add(self, graph: nx.DiGraph) -> None:
+        self._graphs.setdefault(id(graph), (graph, {}))
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        token = _KEPT.set(self)
+        try:
+            yield
+        finally:
+            _KEPT.reset(token)
+
+    def get(self, graph: nx.DiGraph, key: Any, compute: Callable[[], Any]) -> Any:
+        entry = self._graphs.get(id(graph))
+        if entry is None or entry[0] is not graph:
+            return compute()
+        if key not in entry[1]:
+            entry[1][key] = compute()
+        return entry[1][key]
+
+
+_KEPT: contextvars.ContextVar[KeptViews | None] = contextvars.ContextVar("bertgraph_kept_views", default=None)
+
+
+def _kept(graph: nx.DiGraph, key: Any, compute: Callable[[], Any]) -> Any:
+    kept = _KEPT.get()
+    return compute() if kept is None else kept.get(graph, key, compute)
+
+
 def view(graph: nx.DiGraph, level: int = 2, fold: bool = True) -> nx.DiGraph:
     """The graph at a level of detail (see the module docstring), repeats folded."""
     if level < 0:
         raise ValueError(f"level must be 0 or more, got {level}")
+    if _KEPT.get() is None:
+        return _view(graph, level, fold)
+    kept: nx.DiGraph = _kept(graph, ("view", level, fold), lambda: _view(graph, level, fold))
+    return kept.copy()  # a copy: callers may change theirs
+
+
+def _view(graph: nx.DiGraph, level: int, fold: bool) -> nx.DiGraph:
     if level >= OPERATOR_LEVEL:
         result = graph.copy()
     elif level == ANATOMY_LEVEL:
@@ -370,6 +417,10 @@ def sibling_content(graph: nx.DiGraph) -> dict[str, str]:
     Two siblings with equal digests are interchangeable; their index and parameter names'
     prefix are left out.
     """
+    return dict(_kept(graph, "sibling_content", lambda: _sibling_content(graph)))
+
+
+def _sibling_content(graph: nx.DiGraph) -> dict[str, str]:
     content: dict[str, str] = {}
     for container in _list_containers(graph):
         for index, digest in _signatures(graph, container, _members(graph, container)).items():
