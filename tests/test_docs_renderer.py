@@ -1,0 +1,62 @@
+"""A docs build's drawings share their views: each computed once per process, outputs unchanged."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from bertgraph.docs import renderer
+from bertgraph.docs.request import DiagramRequest
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import views
+
+
+def _json(graph: nx.DiGraph) -> str:
+    return "".join(graph_io.generate_json(graph))
+
+
+def test_kept_views_are_computed_once_and_handed_out_as_copies() -> None:
+    graph = renderer.graph_of(DiagramRequest("bert-tiny", head="sequence-classification").spec())
+    kept = views.KeptViews()
+    kept.add(graph)
+    computed: list[int] = []
+
+    def compute() -> nx.DiGraph:
+        computed.append(1)
+        return views.view(graph, 2)  # outside active(): computed afresh
+
+    assert kept.get(graph, ("view", 2, True), compute) is kept.get(graph, ("view", 2, True), compute)
+    assert len(computed) == 1
+    other = nx.DiGraph(graph)  # equal, but not the graph that was added: never kept
+    kept.get(other, ("view", 2, True), compute)
+    kept.get(other, ("view", 2, True), compute)
+    assert len(computed) == 3
+    with kept.active():
+        first = views.view(graph, 2)
+        first.remove_nodes_from(list(first.nodes))  # a caller changing its copy
+        second = views.view(graph, 2)
+        assert views.sibling_content(graph) == views.sibling_content(graph)
+    assert _json(second) == _json(views.view(graph, 2)) != _json(first)
+
+
+def test_drawings_through_kept_views_equal_fresh_ones() -> None:
+    requests = [DiagramRequest("bert-tiny", head="sequence-classification", depth=depth) for depth in range(5)] + [
+        DiagramRequest("bert-tiny", head="sequence-classification", depth=2, theme="dark"),
+        DiagramRequest("bert-tiny", head="sequence-classification", depth=1, compare="base"),
+        DiagramRequest("bert-tiny", head="sequence-classification", depth=2, format="html"),
+    ]
+    draw = renderer.DiagramRenderer(None)  # no drawings folder: every request is drawn
+    for request in requests:
+        drawn = draw.html(request)
+        graph = renderer.graph_of(request.spec())
+        compare = renderer.graph_of(request.spec(request.compare)) if request.compare else None
+        if request.format == "html":
+            from bertgraph.render import embed
+            from bertgraph.render.html import generate_html
+
+            page = generate_html(graph, request.depth, True, request.theme, compare)
+            fresh = embed.iframe(page, renderer._title(graph, request))
+        else:
+            fresh = renderer._inline_svg(graph, compare, request, draw.key(request, "inline-svg"))
+        assert drawn == fresh, request
+    kept = renderer._VIEWS.get(graph, ("view", 2, True), lambda: None)
+    assert kept is not None  # the drawings above went through the kept views
