@@ -128,11 +128,25 @@ def test_one_export_gives_the_graph_two_give(model_type: str, head: str | None, 
 
 
 @pytest.mark.slow
-def test_one_export_gives_bert_base_the_graph_two_give() -> None:
-    spec = resolve("bert-base-uncased", "sequence-classification")
+@pytest.mark.parametrize(
+    ("preset", "head", "one_export"),
+    [
+        ("bert-base-uncased", "sequence-classification", True),
+        ("t5-small", "base", True),  # the decoder's length
+        ("modernbert-base", "base", False),  # a rotary half head (32) next to seq 29: two exports
+    ],
+)
+def test_one_export_gives_presets_the_graph_two_give(preset: str, head: str, one_export: bool) -> None:
+    spec = resolve(preset, head)
     small = replace(spec, config=shrunk_config(spec, stack_plans(spec, build_model(spec))))
-    model = build_model(small)  # the two-layer model tracing exports (then grows)
-    assert _graphml(_one_export(model, small)) == _graphml(trace_module_twice(model, small))
+    model = build_model(small)  # the few-layer model tracing exports (then grows)
+    two = _graphml(trace_module_twice(model, small))
+    if one_export:
+        assert _graphml(_one_export(model, small)) == two
+    else:
+        with pytest.raises(DimsError):
+            _one_export(model, small)
+        assert _graphml(trace_module(model, small)) == two
 
 
 def test_tracing_exports_once_unless_a_size_is_ambiguous(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,8 +183,12 @@ def test_one_trace_reads_a_size_only_when_it_has_one_reading() -> None:
         return list(name_dims_once(graph, sizes, known).nodes["op"][g.SHAPE])
 
     assert read(47, 37, 768) == ["batch", "seq", 768]
-    assert read(47 * 37, 12 * 47, 38, 64) == ["batch*seq", "12*batch", "seq + 1", 64]
+    assert read(47 * 37, 12 * 47, 64) == ["batch*seq", "12*batch", 64]
+    with pytest.raises(DimsError, match="close to seq"):
+        read(38)  # seq + 1, or a size the model computes (a rotary half of a head): two traces tell
     with pytest.raises(DimsError, match="0 readings"):
         read(2 * 37 + 1)  # a function of seq no formula covers, and no size of the model
+    with pytest.raises(DimsError, match="0 readings"):
+        read(7 * 37)  # 7 is no size of the model's own
     with pytest.raises(DimsError, match="2 readings"):  # 2*seq, or a size the model has
         name_dims_once(nx.DiGraph([("a", "b", {g.SHAPE: [74]})]), sizes, known | {74})

@@ -4,7 +4,8 @@ Both are whole processes (imports included), and each also prints the seconds of
 span measured inside it: from after the imports (torch, torch.export, transformers' BERT
 classes, and bertgraph's tracing module) to the finished graph or ExportedProgram. The
 span includes building the model on the meta device on both sides; bertgraph's also
-includes its second export (for dimension names), growing the layers and the graph.
+includes building the few-layer model it exports (once; twice only when a size of the
+single export could be read two ways), growing the layers and the graph.
 """
 
 from __future__ import annotations

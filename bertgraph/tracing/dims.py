@@ -7,10 +7,12 @@ One trace is enough when its sizes cannot be confused with the model's own: each
 dimension gets a prime that divides no whole number of the config or of a parameter's
 shape and lies more than ``MAX_OFFSET`` from every one of them and from the other
 dimensions (:func:`single_sizes`). A size of that trace is then read as exactly one of:
-a formula of the dimensions (below) whose coefficient no dimension's size divides, or a
-constant the model knows (:func:`known_sizes`: its config's numbers and parameter
-dimensions, their pairwise products and quotients). A size with no reading or with two
-sends tracing to the pair.
+a product of the dimensions whose coefficient is one of the model's sizes and no
+dimension's size divides, or a constant the model knows (:func:`known_sizes`: its
+config's numbers and parameter dimensions, their pairwise products and quotients). A size
+with no reading or with two, or within ``MAX_OFFSET`` of a dimension (a rotary half of a
+head size next to ``seq`` reads as ``seq + 3`` as well as any constant would), sends
+tracing to the pair.
 
 The pair: two exports at sizes that are distinct primes (batch 2 and sequence 7, then
 batch 3 and sequence 13), each dimension read off the pair: a size that is 7 in one trace and 13 in the other
@@ -101,10 +103,10 @@ def formulas(values: Sequence[int], traces: Sequence[dict[str, int]]) -> list[st
     return [text for text, _ in _fits(values, traces)]
 
 
-def _fits(values: Sequence[int], traces: Sequence[dict[str, int]]) -> list[tuple[str, int]]:
-    """:func:`formulas`, each with its coefficient (1 for a dimension plus or minus a constant)."""
+def _fits(values: Sequence[int], traces: Sequence[dict[str, int]]) -> list[tuple[str, int | None]]:
+    """:func:`formulas`, each with its coefficient (None for a dimension plus or minus a constant)."""
     names = list(traces[0])
-    fits: list[tuple[str, int]] = []
+    fits: list[tuple[str, int | None]] = []
     for powers in itertools.product(range(3), repeat=len(names)):
         if not any(powers):
             continue
@@ -122,7 +124,7 @@ def _fits(values: Sequence[int], traces: Sequence[dict[str, int]]) -> list[tuple
         offsets = {value - sizes[name] for value, sizes in zip(values, traces)}
         offset = offsets.pop()
         if not offsets and offset and abs(offset) <= MAX_OFFSET:
-            fits.append((f"{name} {'+' if offset > 0 else '-'} {abs(offset)}", 1))
+            fits.append((f"{name} {'+' if offset > 0 else '-'} {abs(offset)}", None))
     return fits
 
 
@@ -155,20 +157,26 @@ def own_sizes(config: Mapping[str, Any], parameter_shapes: Iterable[Sequence[int
 
 def known_sizes(own: Iterable[int]) -> frozenset[int]:
     """The sizes a model may use with no input dimension in them: its own sizes, their
-    pairwise products and exact quotients (a head size is a hidden size over a head count,
-    a fused projection three hidden sizes).
+    pairwise products and :func:`quotients` (a fused projection is three hidden sizes, a
+    head size a hidden size over a head count).
 
     >>> sorted(known_sizes({2, 8}))
     [1, 2, 4, 8, 16, 64]
     """
     own = set(own)
-    found = set(own)
-    for a in own:
-        for b in own:
-            found.add(a * b)
-            if b and a % b == 0:
-                found.add(a // b)
-    return frozenset(found)
+    return frozenset(own | {a * b for a in own for b in own} | quotients(own))
+
+
+def quotients(own: Iterable[int]) -> set[int]:
+    """The exact quotients of two of the sizes, and the halves of the even ones (a rotary
+    embedding turns half of a head).
+
+    >>> sorted(quotients({768, 12}))
+    [1, 32, 64]
+    """
+    sizes = [size for size in own if size > 0]
+    found = {a // b for a in sizes for b in sizes if a % b == 0}
+    return found | {size // 2 for size in found if size % 2 == 0}
 
 
 def single_sizes(names: Sequence[str], max_positions: int, own: Iterable[int]) -> dict[str, int] | None:
@@ -176,14 +184,14 @@ def single_sizes(names: Sequence[str], max_positions: int, own: Iterable[int]) -
 
     A dimension's size is a prime that divides none of them (so neither does a product or
     quotient of them) and is more than ``MAX_OFFSET`` from each of them, from their
-    quotients (a head size) and from the other dimensions' sizes; ``seq`` and ``tgt`` fit
-    in ``max_positions``.
+    :func:`quotients` (a head size) and from the other dimensions' sizes; ``seq`` and
+    ``tgt`` fit in ``max_positions``.
 
     >>> single_sizes(("batch", "seq"), 512, {0, 1, 2, 12, 768})
-    {'batch': 37, 'seq': 23}
+    {'batch': 41, 'seq': 23}
     """
     base = sorted(size for size in own if size > 0)
-    near = sorted({a // b for a in base for b in base if a % b == 0})
+    near = sorted(set(base) | quotients(base))
     chosen: dict[str, int] = {}
     for name in sorted(names, key=SINGLE_ORDER.index):
         limit = min(max_positions, SINGLE_LIMIT) if name in ("seq", "tgt") else SINGLE_LIMIT
@@ -210,12 +218,14 @@ def name_dims_once(graph: nx.DiGraph, sizes: dict[str, int], known: frozenset[in
     cache: dict[int, int | str] = {}
 
     def reading(size: int) -> int | str:
-        # A coefficient that a dimension's size divides is that dimension in disguise
-        # (``47*batch`` for ``batch*seq`` at seq 47): the model's own sizes, and so their
-        # products, have no such factor.
-        fits: list[int | str] = [
-            text for text, coefficient in _fits((size,), (sizes,)) if all(coefficient % n for n in sizes.values())
-        ]
+        fits: list[int | str] = []
+        for text, coefficient in _fits((size,), (sizes,)):
+            if coefficient is None:  # a dimension plus or minus a little, or a size near it: two traces tell
+                raise DimsError(f"a dimension of size {size} in the one trace is close to {text.split()[0]}")
+            # A coefficient must be a size of the model's own; one that a dimension's size
+            # divides is that dimension in disguise (``47*batch`` for ``batch*seq`` at seq 47).
+            if coefficient in known and all(coefficient % n for n in sizes.values()):
+                fits.append(text)
         if size in known:
             fits.append(size)
         if len(fits) != 1:

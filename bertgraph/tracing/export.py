@@ -4,8 +4,9 @@ torch.export records, for every aten op, its output as a fake tensor (``meta["va
 and the module call stack it ran in (``meta["nn_module_stack"]``). That is all the graph
 needs: no hooks, no patched torch globals. Batch and sequence come out named
 (``[batch, seq, 768]``), never as numbers that could be confused with a hidden size:
-two exports at different example sizes tell them apart (:mod:`bertgraph.tracing.dims`), with
-one dynamic-shape export as the fallback.
+one export at sizes that stand apart from the model's own tells them apart, or where that is
+ambiguous two exports at different example sizes do (:mod:`bertgraph.tracing.dims`), with one
+dynamic-shape export as the last fallback.
 """
 
 from __future__ import annotations
