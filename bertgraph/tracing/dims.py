@@ -5,18 +5,17 @@ which costs more than two plain exports. So bertgraph exports with fixed example
 
 One trace is enough when its sizes cannot be confused with the model's own: each
 dimension gets a prime that divides no whole number of the config or of a parameter's
-shape and lies more than ``MAX_OFFSET`` from every one of them and from the other
-dimensions (:func:`single_sizes`). A size of that trace is then read as exactly one of:
-a product of the dimensions whose coefficient is one of the model's sizes and no
-dimension's size divides, or a constant the model knows (:func:`known_sizes`: its
-config's numbers and parameter dimensions, their pairwise products and quotients). A size
-with no reading or with two, or within ``MAX_OFFSET`` of a dimension (a rotary half of a
-head size next to ``seq`` reads as ``seq + 3`` as well as any constant would), sends
-tracing to the pair.
+shape and lies more than ``MAX_OFFSET`` from every one of them, from their quotients and
+from the other dimensions (:func:`single_sizes`). A size of that trace is then read as
+exactly one of: a product of the dimensions whose coefficient is a size the model knows,
+or such a size itself (:func:`known_sizes`: the config's numbers and parameter
+dimensions, their pairwise products and quotients). A size with no reading or with two,
+or within ``MAX_OFFSET`` of a dimension (a rotary half head next to ``seq`` reads as
+``seq + 3`` as well as a constant), sends tracing to the pair.
 
 The pair: two exports at sizes that are distinct primes (batch 2 and sequence 7, then
-batch 3 and sequence 13), each dimension read off the pair: a size that is 7 in one trace and 13 in the other
-is ``seq``; 14 and 39 is ``batch*seq``; 768 in both is 768. An encoder-decoder's decoder
+batch 3 and sequence 13), each dimension read off the pair: a size that is 7 in one
+trace and 13 in the other is ``seq``; 14 and 39 is ``batch*seq``; 768 in both is 768. An encoder-decoder's decoder
 length is a dimension of its own, ``tgt`` (5, then 17), so cross-attention shows
 ``[batch, 8, tgt, seq]``; the primes are chosen so that no dimension is another plus or
 minus a small constant in both traces. A size only the data decides (the number of
@@ -222,9 +221,9 @@ def name_dims_once(graph: nx.DiGraph, sizes: dict[str, int], known: frozenset[in
         for text, coefficient in _fits((size,), (sizes,)):
             if coefficient is None:  # a dimension plus or minus a little, or a size near it: two traces tell
                 raise DimsError(f"a dimension of size {size} in the one trace is close to {text.split()[0]}")
-            # A coefficient must be a size of the model's own; one that a dimension's size
-            # divides is that dimension in disguise (``47*batch`` for ``batch*seq`` at seq 47).
-            if coefficient in known and all(coefficient % n for n in sizes.values()):
+            # The coefficient must be a size the model knows, which no dimension's size divides:
+            # so ``batch*seq`` at seq 47 is not also ``47*batch``.
+            if coefficient in known:
                 fits.append(text)
         if size in known:
             fits.append(size)
