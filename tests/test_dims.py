@@ -129,24 +129,31 @@ def test_one_export_gives_the_graph_two_give(model_type: str, head: str | None, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("preset", "head", "one_export"),
+    "preset",
     [
-        ("bert-base-uncased", "sequence-classification", True),
-        ("t5-small", "base", True),  # the decoder's length
-        ("modernbert-base", "base", False),  # a rotary half head (32) next to seq 29: two exports
+        "bert-base-uncased",
+        "t5-small",  # the decoder's length
+        "modernbert-base",  # a rotary half head (32) is a size of the model's own
     ],
 )
-def test_one_export_gives_presets_the_graph_two_give(preset: str, head: str, one_export: bool) -> None:
-    spec = resolve(preset, head)
+def test_one_export_gives_presets_the_graph_two_give(preset: str) -> None:
+    spec = resolve(preset, "sequence-classification" if preset.startswith("bert") else "base")
     small = replace(spec, config=shrunk_config(spec, stack_plans(spec, build_model(spec))))
     model = build_model(small)  # the few-layer model tracing exports (then grows)
-    two = _graphml(trace_module_twice(model, small))
-    if one_export:
-        assert _graphml(_one_export(model, small)) == two
-    else:
-        with pytest.raises(DimsError):
-            _one_export(model, small)
-        assert _graphml(trace_module(model, small)) == two
+    assert _graphml(_one_export(model, small)) == _graphml(trace_module_twice(model, small))
+
+
+@pytest.mark.slow
+def test_a_size_the_model_does_not_know_is_never_guessed() -> None:
+    spec = resolve("modernbert-base")
+    small = replace(spec, config=shrunk_config(spec, stack_plans(spec, build_model(spec))))
+    model = build_model(small)
+    own = own_sizes(small.config, (parameter.shape for parameter in model.parameters()))
+    sizes = single_sizes(small.dim_names, small.max_positions or MAX_DYNAMIC, own)
+    assert sizes is not None
+    graph = graph_from_program(export_program(model, small, tuple(sizes.values())), model, small)
+    with pytest.raises(DimsError, match="size 32 in the one trace has 0 readings"):
+        name_dims_once(graph, sizes, known_sizes(own) - {32})  # as if the rotary half were unknown
 
 
 def test_tracing_exports_once_unless_a_size_is_ambiguous(monkeypatch: pytest.MonkeyPatch) -> None:
