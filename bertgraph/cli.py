@@ -548,10 +548,6 @@ def cmd_onnx(args: argparse.Namespace) -> int:
         raise UsageError("MODEL is already an ONNX file; give a preset, a checkpoint directory or config.json")
     check_writable(args.output)
     spec = _spec(args, args.head)
-    if spec.family.name != "bert":
-        from bertgraph.errors import OnnxError
-
-        raise OnnxError(f"ONNX export takes BERT models so far; {spec.name} is a {spec.family.name} model")
     start = time.perf_counter()
     result = export_onnx_spec(spec, args.output, opset=args.opset, verify=not args.no_verify, progress=_warn)
     for line in result.report_lines():

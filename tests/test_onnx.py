@@ -30,7 +30,7 @@ from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats
 from bertgraph.model import HEADS, ModelSpec, build_model, resolve
-from bertgraph.onnx.export import OUTPUT_NAMES, OnnxExportResult, describe_weights, export_onnx_spec
+from bertgraph.onnx.export import OnnxExportResult, describe_weights, export_onnx_spec, output_names
 from bertgraph.onnx.read import graph_from_onnx, read_onnx_graph
 from bertgraph.onnx.verify import dim_names, parity_sizes, random_inputs
 from bertgraph.tracing import skeleton
@@ -109,7 +109,7 @@ def test_export_is_verified_at_two_other_sizes(exported: Export) -> None:
     assert example not in shapes and shapes[0] != shapes[1]
     assert any(check.padded_rows for check in result.parity)
     for check in result.parity:
-        assert set(check.max_abs_diff) == set(OUTPUT_NAMES[exported.spec.head])
+        assert set(check.max_abs_diff) == set(output_names(exported.spec))
         assert all(0 <= diff <= TOLERANCE for diff in check.max_abs_diff.values())
     assert result.exporter.startswith("torch.export (dynamo)")
     assert result.file_size == exported.path.stat().st_size and result.data_path is None
@@ -125,7 +125,7 @@ def test_file_declares_named_dynamic_inputs_and_head_outputs(exported: Export) -
     for value in inputs.values():
         assert value.type.tensor_type.elem_type == onnx.TensorProto.INT64
         assert [d.dim_param for d in value.type.tensor_type.shape.dim] == list(dim_names(spec))
-    assert [v.name for v in model.graph.output] == list(OUTPUT_NAMES[spec.head])
+    assert [v.name for v in model.graph.output] == list(output_names(spec))
     for value in model.graph.output:
         assert value.type.tensor_type.shape.dim[0].dim_param == "batch"
     assert model.producer_name == "bertgraph"
@@ -157,7 +157,7 @@ def test_runs_at_new_sizes_with_the_real_weights(exported: Export) -> None:
     spec = exported.spec
     shape = (5, 2, 7) if spec.head == "multiple-choice" else (5, 7)
     feeds = random_inputs(spec, shape, padded_rows=2, seed=42)
-    names = OUTPUT_NAMES[spec.head]
+    names = output_names(spec)
     actual = _session(exported.path).run(list(names), feeds)
     if exported.checkpoint is not None:
         reference = getattr(transformers, spec.model_class).from_pretrained(exported.checkpoint).eval()

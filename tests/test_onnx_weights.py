@@ -31,7 +31,7 @@ from bertgraph import cli
 from bertgraph.errors import CheckpointError, OnnxError
 from bertgraph.model import HEADS, build_model, resolve
 from bertgraph.onnx import export, memory
-from bertgraph.onnx.export import OUTPUT_NAMES, ExportableModel, describe_weights, export_onnx_spec
+from bertgraph.onnx.export import ExportableModel, describe_weights, export_onnx_spec, output_names
 from bertgraph.onnx.save import write_onnx
 from bertgraph.onnx.verify import TOLERANCES
 from tests.conftest import TINY_CONFIG
@@ -52,7 +52,7 @@ def _export_real_model(spec: Any, path: Path) -> None:
     model = build_model(spec, weights=True, seed=0)
     if model.dtype == torch.bfloat16:
         model = model.float()
-    wrapper = ExportableModel(model, OUTPUT_NAMES[spec.head])
+    wrapper = ExportableModel(model, output_names(spec))
     onnx_model, used = export._export(wrapper, spec, None, "dynamo", lambda message: None)
     assert onnx_model is not None
     export.optimise(onnx_model)

@@ -47,7 +47,8 @@ import torch
 from bertgraph import interrupts
 from bertgraph.errors import OnnxError, first_line
 from bertgraph.files import check_writable, staging_folder
-from bertgraph.model import INPUT_NAMES, ModelSpec, build_model, example_inputs, resolve
+from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
+from bertgraph.model.families.record import ENCODER_DECODER
 from bertgraph.onnx import memory, packages
 from bertgraph.onnx.read import CLASS_HIERARCHY_KEY, NAME_SCOPES_KEY, NAMESPACE_KEY, PRODUCER, module_of_node
 from bertgraph.onnx.save import write_onnx, write_onnx_external
@@ -57,7 +58,9 @@ from bertgraph.onnx.verify import (
     ParityCheck,
     check_file,
     dim_names,
+    input_dims,
     reference_outputs,
+    sequence_limit,
     tolerance_for,
     verify_parity,
 )
@@ -75,17 +78,11 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None]
 
-# Output names per head, in the order of the transformers ModelOutput fields.
-OUTPUT_NAMES: dict[str, tuple[str, ...]] = {
-    "base": ("last_hidden_state", "pooler_output"),
-    "sequence-classification": ("logits",),
-    "token-classification": ("logits",),
-    "question-answering": ("start_logits", "end_logits"),
-    "masked-lm": ("logits",),
-    "multiple-choice": ("logits",),
-    "next-sentence": ("logits",),
-    "pretraining": ("prediction_logits", "seq_relationship_logits"),
-}
+
+def output_names(spec: ModelSpec) -> tuple[str, ...]:
+    """The head's outputs, named and ordered as the family record gives them (ModelOutput fields)."""
+    return spec.family.heads[spec.head].outputs
+
 
 # The opsets torch.onnx's exporter implements; others are silently left unconverted
 # by its version converter, so they are refused up front.
@@ -196,18 +193,18 @@ def export_onnx(
     progress: Progress | None = None,
     **overrides: int,
 ) -> OnnxExportResult:
-    """Export a BERT model to a verified ONNX file.
+    """Export a model of any supported family to a verified ONNX file.
 
     Parameters:
         model: a preset, a directory with config.json (and model.safetensors), a
             config.json path or a cached hub id.
         path: the ``.onnx`` file to write; weights go to ``PATH.data`` beside it above 2 GB.
-        head: one of :data:`bertgraph.model.HEADS`.
+        head: a head the model's family has (``base``, ``masked-lm``, ``causal-lm``, ``seq2seq-lm``, …).
         opset: the ONNX opset (default: the exporter's).
         verify: run ``onnx.checker`` and compare onnxruntime with PyTorch before keeping the file.
         seq_len, batch: the example size (default 128 positions, fewer when the model has
-            fewer); the file accepts any size up to max_position_embeddings.
-        overrides: ``layers``, ``hidden``, ``heads``, ``intermediate``, ``vocab``, ``num_labels``.
+            fewer); the file accepts any size up to the model's positions.
+        overrides: ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``intermediate``, ``vocab``, ``num_labels``.
 
     Returns:
         An :class:`OnnxExportResult` with the figures of the export and its verification.
@@ -279,7 +276,7 @@ def export_onnx_spec(
         timings=timings,
     )
     external = _weight_bytes(onnx_model) > external_data_threshold
-    holder = [ExportableModel(model, OUTPUT_NAMES[spec.head])]
+    holder = [ExportableModel(model, output_names(spec))]
     del model  # from here on only ``holder`` and the initializers hold the weights
     _write_verified(onnx_model, result, holder, spec, external=external, verify=verify, say=say)
     return result
@@ -310,14 +307,12 @@ def _convert(
         if opset is not None and opset < MIN_OPSET and exporter != "torchscript":
             with _no_progress_bars():
                 model = source = load_weights(spec)
-        onnx_model, exporter_used = _export(
-            ExportableModel(source, OUTPUT_NAMES[spec.head]), spec, opset, exporter, say
-        )
+        onnx_model, exporter_used = _export(ExportableModel(source, output_names(spec)), spec, opset, exporter, say)
         if onnx_model is None:
             if model is None:
                 with _no_progress_bars():
                     model = load_weights(spec)
-            onnx_model = _export_torchscript(ExportableModel(model, OUTPUT_NAMES[spec.head]), spec, opset, say)
+            onnx_model = _export_torchscript(ExportableModel(model, output_names(spec)), spec, opset, say)
     if opset is not None and _opset_of(onnx_model) != opset:
         raise OnnxError(
             f"the exporter could not convert {spec.model_class} to opset {opset} (it stayed at opset "
@@ -400,22 +395,42 @@ class ExportableModel(torch.nn.Module):
         self.train(model.training)
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, ...]:
-        result = self.wrapped.forward(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=True
-        )
+        # Every input a family's head takes (its record's ``input_names``), in that order;
+        # the ones a head does not take are left out of the call, not passed as None.
+        given = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "decoder_input_ids": decoder_input_ids,
+            "decoder_attention_mask": decoder_attention_mask,
+        }
+        inputs = {name: value for name, value in given.items() if value is not None}
+        result = self.wrapped.forward(**inputs, return_dict=True)
         return tuple(result[name] for name in self.output_names)
 
 
 def output_dims(spec: ModelSpec, output: str) -> tuple[str, ...]:
-    """The dynamic dimensions an output starts with (its last one may be a fixed size)."""
-    if output == "pooler_output" or output == "seq_relationship_logits":
+    """The dynamic dimensions an output starts with (its last one may be a fixed size).
+
+    Pooled and sequence-level outputs have one row per example; an encoder-decoder's
+    outputs other than the encoder's states follow the decoder's length.
+    """
+    names = dict(zip(spec.dim_names, dim_names(spec)))
+    if output in ("pooler_output", "seq_relationship_logits", "sop_logits"):
         return ("batch",)
     if spec.head == "multiple-choice":
         return ("batch", "choices")
     if spec.head in ("sequence-classification", "next-sentence"):
         return ("batch",)
+    if spec.family.structure == ENCODER_DECODER and output != "encoder_last_hidden_state":
+        return ("batch", names.get("tgt", "sequence"))
     return ("batch", "sequence")
 
 
@@ -456,7 +471,7 @@ def _export(
                 kwargs=example_inputs(spec, device="cpu"),
                 dynamo=True,
                 dynamic_shapes=_dynamic_shapes(spec),
-                input_names=list(INPUT_NAMES),
+                input_names=list(spec.input_names),
                 output_names=list(wrapper.output_names),
                 opset_version=opset,
                 optimize=False,
@@ -476,10 +491,10 @@ def _export(
 def _dynamic_shapes(spec: ModelSpec) -> dict[str, dict[int, Any]]:
     from torch.export import Dim
 
-    limit = int(spec.config["max_position_embeddings"])
-    sizes = {"batch": _MAX_BATCH, "choices": _MAX_BATCH, "sequence": limit}
-    dims = {axis: Dim(name, min=1, max=sizes[name]) for axis, name in enumerate(dim_names(spec))}
-    return {name: dims for name in INPUT_NAMES}
+    limit = sequence_limit(spec)
+    sizes = {"batch": _MAX_BATCH, "choices": _MAX_BATCH, "sequence": limit, "decoder_sequence": limit}
+    dims = {name: Dim(name, min=1, max=sizes[name]) for name in dim_names(spec)}
+    return {name: {axis: dims[dim] for axis, dim in enumerate(names)} for name, names in input_dims(spec).items()}
 
 
 def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | None, say: Progress) -> ir.Model:
@@ -488,7 +503,7 @@ def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | 
 
     say(f"exporting {spec.model_class} with the TorchScript exporter")
     inputs = example_inputs(spec, device="cpu")
-    axes = {name: dict(enumerate(dim_names(spec))) for name in INPUT_NAMES}
+    axes = {name: dict(enumerate(dims)) for name, dims in input_dims(spec).items()}
     axes.update({name: dict(enumerate(output_dims(spec, name))) for name in wrapper.output_names})
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "model.onnx"
@@ -496,10 +511,10 @@ def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | 
             with _quiet_exporter():
                 torch.onnx.export(
                     wrapper,
-                    tuple(inputs[name] for name in INPUT_NAMES),
+                    tuple(inputs[name] for name in spec.input_names),
                     str(path),
                     dynamo=False,
-                    input_names=list(INPUT_NAMES),
+                    input_names=list(spec.input_names),
                     output_names=list(wrapper.output_names),
                     dynamic_axes=axes,
                     opset_version=opset,
@@ -664,16 +679,29 @@ def metadata(spec: ModelSpec, weights: str, exporter: str) -> dict[str, str]:
         "model_source": spec.source,
         "head": spec.head,
         "model_class": spec.model_class,
+        "family": spec.family.name,
+        "model_type": spec.model_type,
+        "structure": spec.family.structure,
+        "backbone": str(facts.graph.get(g.G_BACKBONE, "")),
+        "stacks": json.dumps(facts.graph.get(g.G_STACKS, {}), sort_keys=True),
         "config": json.dumps(spec.summary()),
         "parameters": str(totals["total"]),
         "parameter_groups": json.dumps(totals["groups"]),
         "tied_parameters": json.dumps(tied, sort_keys=True),
         "weights": weights,
-        "inputs": f"{', '.join(INPUT_NAMES)}: int64 [{', '.join(dim_names(spec))}]",
+        "inputs": _inputs_text(spec),
         "example": json.dumps(dict(zip(dim_names(spec), spec.example_shape))),
         "exporter": exporter,
         "bertgraph_version": __version__,
     }
+
+
+def _inputs_text(spec: ModelSpec) -> str:
+    """``input_ids, attention_mask: int64 [batch, sequence]``, one group per shape."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, dims in input_dims(spec).items():
+        groups.setdefault(dims, []).append(name)
+    return "; ".join(f"{', '.join(names)}: int64 [{', '.join(dims)}]" for dims, names in groups.items())
 
 
 def _label(model: ir.Model, spec: ModelSpec, torch_model: torch.nn.Module, weights: str, exporter: str) -> None:

@@ -531,14 +531,13 @@ def _graph_attributes(
     from bertgraph.version import __version__
 
     producer = f"{model.producer_name} {model.producer_version}".strip()
-    backbone = "bert" if any(p == "bert" or p.startswith("bert.") for p in modules) else ""
     model_class = meta.get("model_class") or types.get("") or model.graph.name or "ONNX model"
     return {
         g.G_NAME: meta.get("model") or name or model.graph.name,
         g.G_MODEL_CLASS: model_class,
         g.G_HEAD: meta.get("head", ""),
         g.G_SOURCE: "onnx",
-        g.G_BACKBONE: backbone,
+        **_family_attributes(meta, modules),
         g.G_CONFIG: _json(meta, "config", {}),
         g.G_EXAMPLE: _json(meta, "example", {}),
         g.G_MODULES: modules,
@@ -547,3 +546,32 @@ def _graph_attributes(
         g.G_WEIGHTS: meta.get("weights", "onnx"),
         g.G_VERSIONS: {"bertgraph": __version__, "onnx": onnx.__version__, "producer": producer},
     }
+
+
+def _family_attributes(meta: dict[str, str], modules: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """Family, structure, backbone and stacks as bertgraph recorded them, with each module's role.
+
+    Files of other producers (and of bertgraph before it recorded families) give none of
+    these; their backbone is read off the module paths as BERT's (``bert``) or none.
+    """
+    from bertgraph.model.families import family_of
+
+    backbone = meta.get("backbone")
+    if backbone is None or backbone not in modules:
+        backbone = "bert" if any(p == "bert" or p.startswith("bert.") for p in modules) else ""
+    found: dict[str, Any] = {g.G_BACKBONE: backbone}
+    family = family_of(meta.get("model_type", ""))
+    if family is None or meta.get("family") != family.name:
+        return found
+    stacks = _json(meta, "stacks", {})
+    found.update(
+        {
+            g.G_FAMILY: family.name,
+            g.G_MODEL_TYPE: meta["model_type"],
+            g.G_STRUCTURE: family.structure,
+            g.G_STACKS: {path: kind for path, kind in stacks.items() if path in modules and isinstance(kind, str)},
+        }
+    )
+    for path, role in family.roles_of(list(modules), backbone).items():
+        modules[path][g.M_ROLE] = role
+    return found

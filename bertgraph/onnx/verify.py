@@ -47,9 +47,19 @@ class ParityCheck:
         return f"{text} ({self.padded_rows} {rows} padded)" if self.padded_rows else text
 
 
+# The family records' dimension names → the names the ONNX file gives them (``seq`` is
+# spelled out; the decoder's length of an encoder-decoder is a dimension of its own).
+ONNX_DIMS = {"batch": "batch", "choices": "choices", "seq": "sequence", "tgt": "decoder_sequence"}
+
+
 def dim_names(spec: ModelSpec) -> tuple[str, ...]:
-    """Names of the input dimensions in the ONNX file."""
-    return ("batch", "choices", "sequence") if spec.head == "multiple-choice" else ("batch", "sequence")
+    """Names of every input dimension in the ONNX file, in the order of :attr:`ModelSpec.dim_names`."""
+    return tuple(ONNX_DIMS[name] for name in spec.dim_names)
+
+
+def input_dims(spec: ModelSpec) -> dict[str, tuple[str, ...]]:
+    """Input name → the ONNX names of its dimensions, from the family record."""
+    return {name: tuple(ONNX_DIMS[dim] for dim in dims) for name, dims in spec.input_dims.items()}
 
 
 def tolerance_for(dtype: str) -> float:
@@ -76,43 +86,110 @@ def check_file(path: Path) -> None:
         raise
 
 
+# The two verification sizes of each dimension; the second size pads some rows.
+_PARITY_SIZES = {"batch": (1, 3), "choices": (3, 2), "sequence": (19, 45), "decoder_sequence": (11, 29)}
+_PADDED_ROWS = (0, 2)
+
+
 def parity_sizes(spec: ModelSpec) -> list[tuple[tuple[int, ...], int]]:
     """Two input shapes other than the export example, the second with padded rows.
 
-    Returns ``[(shape, padded_rows), ...]``; shapes follow :func:`dim_names`.
+    Returns ``[(shape, padded_rows), ...]``; shapes follow :func:`dim_names`. Sequence
+    lengths stay within the model's positions; the decoder's length differs from the
+    encoder's, so a file that mixed them up fails.
     """
-    limit = int(spec.config["max_position_embeddings"])
+    names = dim_names(spec)
+    limit = sequence_limit(spec)
     example = tuple(max(2, size) for size in spec.example_shape)
-    choices = (3, 2) if spec.head == "multiple-choice" else (None, None)
-    wanted = [(1, choices[0], 19, 0), (3, choices[1], 45, 2)]
     sizes: list[tuple[tuple[int, ...], int]] = []
-    for batch, choice, seq, padded in wanted:
-        seq = min(seq, limit)
-        shape = tuple(s for s in (batch, choice, seq) if s is not None)
-        while (shape == example or any(shape == s for s, _ in sizes)) and seq > 1:
-            seq -= 1
-            shape = tuple(s for s in (batch, choice, seq) if s is not None)
-        sizes.append((shape, padded if seq > 1 else 0))
+    for index, padded in enumerate(_PADDED_ROWS):
+        wanted = {name: _PARITY_SIZES[name][index] for name in names}
+        for name in ("sequence", "decoder_sequence"):
+            if name in wanted:
+                wanted[name] = min(wanted[name], limit)
+        shape = tuple(wanted[name] for name in names)
+        last = max(i for i, name in enumerate(names) if name != "batch" and name != "choices")
+        while (shape == example or any(shape == s for s, _ in sizes)) and shape[last] > 1:
+            shape = (*shape[:last], shape[last] - 1, *shape[last + 1 :])
+        sizes.append((shape, padded if shape[names.index("sequence")] > 1 else 0))
     return sizes
 
 
+def sequence_limit(spec: ModelSpec) -> int:
+    """The longest sequence verification and the file's dynamic axes allow.
+
+    Learned positions bound it (RoBERTa's count from ``pad_token_id + 1``, so two of its
+    514 positions are never used); relative or rotary positions bound it only by
+    ``MAX_SEQUENCE``.
+    """
+    limit = spec.max_positions
+    if limit is None:
+        return MAX_SEQUENCE
+    return max(2, limit - position_offset(spec))
+
+
+def position_offset(spec: ModelSpec) -> int:
+    """Positions a family's embedding skips: RoBERTa-like models start after the padding index."""
+    if spec.family.name in ("roberta", "mpnet"):
+        return int(spec.config.get("pad_token_id", 1) or 0) + 1
+    return 0
+
+
+MAX_SEQUENCE = 4096
+
+
 def random_inputs(spec: ModelSpec, shape: tuple[int, ...], padded_rows: int, seed: int) -> dict[str, np.ndarray]:
-    """Seeded token ids and segment ids; ``padded_rows`` rows end in attention-mask zeros."""
+    """Seeded inputs for every input of the spec's head, at ``shape`` (over :func:`dim_names`).
+
+    Token ids are drawn below the vocabulary, segment ids below the token types;
+    ``padded_rows`` rows end in attention-mask zeros (the decoder's mask too). Heads that
+    read each row's end-of-sequence token (encoder-decoder classification) find exactly
+    one, at the row's last kept position.
+    """
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    vocab = int(spec.config["vocab_size"])
-    segments = int(spec.config["type_vocab_size"])
+    sizes = dict(zip(dim_names(spec), shape))
+    vocab = int(spec.family.size(spec.config, "vocab"))
+    token_types = int(spec.config.get(spec.family.token_types or "", 0) or 0)
+    eos = _eos_token(spec)
+    feeds: dict[str, np.ndarray] = {}
+    for name, dims in input_dims(spec).items():
+        dims_shape = tuple(sizes[dim] for dim in dims)
+        if name.endswith("attention_mask"):
+            feeds[name] = _padding_mask(dims_shape, padded_rows)
+        elif name == "token_type_ids":
+            feeds[name] = rng.integers(0, max(1, token_types), size=dims_shape, dtype=np.int64)
+        else:
+            ids = rng.integers(0, vocab, size=dims_shape, dtype=np.int64)
+            if eos is not None and name == "input_ids":
+                ids[ids == eos] = (eos + 1) % vocab
+                kept = _padding_mask(dims_shape, padded_rows).sum(axis=-1)
+                np.put_along_axis(ids, (kept - 1)[..., None], eos, axis=-1)
+            feeds[name] = ids
+    return feeds
+
+
+def _padding_mask(shape: tuple[int, ...], padded_rows: int) -> np.ndarray:
+    import numpy as np
+
     mask = np.ones(shape, dtype=np.int64)
     seq = shape[-1]
-    for row in range(1, padded_rows + 1):
+    for row in range(1, min(padded_rows, shape[0] - 1) + 1):
         keep = max(1, seq - row * max(1, seq // 4))
         mask[row, ..., keep:] = 0
-    return {
-        "input_ids": rng.integers(0, vocab, size=shape, dtype=np.int64),
-        "attention_mask": mask,
-        "token_type_ids": rng.integers(0, segments, size=shape, dtype=np.int64),
-    }
+    return mask
+
+
+def _eos_token(spec: ModelSpec) -> int | None:
+    """The end-of-sequence id an encoder-decoder classifier reads each row at, else None."""
+    from bertgraph.model.families.record import ENCODER_DECODER
+
+    if spec.family.structure != ENCODER_DECODER or spec.head != "sequence-classification":
+        return None
+    eos = spec.config.get("eos_token_id")
+    eos = eos[0] if isinstance(eos, list) and eos else eos
+    return int(eos) if isinstance(eos, int) and not isinstance(eos, bool) else None
 
 
 @dataclass(frozen=True)
