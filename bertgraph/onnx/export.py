@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 import warnings
@@ -255,7 +256,7 @@ def export_onnx_spec(
         with _timed(timings, "weights"):
             say(f"loading {_weights_phrase(spec)}")
             with _no_progress_bars():
-                model = load_weights(spec)
+                model = for_export(load_weights(spec), spec)
             apply_weights(onnx_model, model)
     weights = describe_weights(spec, model)
     _label(onnx_model, spec, model, weights, exporter_used)
@@ -282,9 +283,42 @@ def export_onnx_spec(
     return result
 
 
+# Families exported with transformers' eager attention instead of SDPA, and why. T5's
+# attention hands SDPA a float position bias as its mask; torch's fake SDPA kernel then
+# gives the output the strides of a transposed layout, which its decomposition in
+# torch.onnx does not, so the ``view`` after the transpose fails there ("Cannot view a
+# tensor with shape [batch, seq, heads, d_kv] and strides … as [batch, seq, inner]").
+EAGER_ATTENTION: dict[str, str] = {
+    "t5": "torch.onnx cannot decompose SDPA with T5's position bias (a view of a transposed output)",
+}
+
+
 def _meta_model(spec: ModelSpec, dtype: str) -> torch.nn.Module:
-    """The spec's model with fake CPU tensors (meta storage), in the dtype the file computes in."""
-    return build_model(spec, weights=False, fake=True, dtype=dtype)
+    """The spec's model with fake CPU tensors (meta storage), in the dtype the file computes in.
+
+    A model whose initialisation asks for values (ModernBERT's truncated-normal init decides
+    on the data) cannot be built among fake tensors; it is built on the meta device and its
+    tensors made fake CPU ones of the same shapes afterwards (their values are never read:
+    the export sees shapes, and the real weights are applied to the initializers later), and
+    its tied weights tied again.
+    """
+    from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
+
+    try:
+        model = build_model(spec, weights=False, fake=True, dtype=dtype)
+    except DataDependentOutputException:
+        model = build_model(spec).to(getattr(torch, dtype))
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model = model.to_empty(device="cpu")
+        model.tie_weights()  # type: ignore[operator]  # new tensors, so tied parameters are one again
+    return for_export(model, spec)
+
+
+def for_export(model: torch.nn.Module, spec: ModelSpec) -> torch.nn.Module:
+    """The model with the attention implementation its family exports with (:data:`EAGER_ATTENTION`)."""
+    if spec.family.name in EAGER_ATTENTION:
+        model.set_attn_implementation("eager")  # type: ignore[operator]
+    return model
 
 
 def _convert(
@@ -306,12 +340,12 @@ def _convert(
         source = meta
         if opset is not None and opset < MIN_OPSET and exporter != "torchscript":
             with _no_progress_bars():
-                model = source = load_weights(spec)
+                model = source = for_export(load_weights(spec), spec)
         onnx_model, exporter_used = _export(ExportableModel(source, output_names(spec)), spec, opset, exporter, say)
         if onnx_model is None:
             if model is None:
                 with _no_progress_bars():
-                    model = load_weights(spec)
+                    model = for_export(load_weights(spec), spec)
             onnx_model = _export_torchscript(ExportableModel(model, output_names(spec)), spec, opset, say)
     if opset is not None and _opset_of(onnx_model) != opset:
         raise OnnxError(
@@ -480,12 +514,28 @@ def _export(
     except Exception as error:  # whatever stops torch.export is a reason to try the legacy exporter
         interrupts.reraise_if_interrupted(error)
         if exporter == "dynamo":
-            raise OnnxError(f"torch.export could not export {spec.model_class}: {first_line(error)}") from error
-        say(f"torch.export could not export {spec.model_class} ({first_line(error)}); using the TorchScript exporter")
-        return None, f"TorchScript exporter (fallback: torch.export failed: {first_line(error)})"
+            raise OnnxError(f"torch.export could not export {spec.model_class}: {exporter_reason(error)}") from error
+        reason = exporter_reason(error)
+        say(f"torch.export could not export {spec.model_class} ({reason}); using the TorchScript exporter")
+        return None, f"TorchScript exporter (fallback: torch.export failed: {reason})"
     if program is None:  # only the TorchScript exporter returns nothing
         raise OnnxError(f"torch.onnx.export returned no program for {spec.model_class}")
     return program.model, f"torch.export (dynamo), torch {torch.__version__}"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def exporter_reason(error: BaseException) -> str:
+    """What stopped torch.onnx, in one line: its "Exception summary" when it gives one
+    (the first line only says which step failed), without terminal colour codes."""
+    text = _ANSI.sub("", str(error))
+    summary = text.split("## Exception summary", 1)
+    if len(summary) == 2:
+        found = [line.strip() for line in summary[1].splitlines() if line.strip()]
+        if found:
+            text = found[0]
+    return first_line(ValueError(text))
 
 
 def _dynamic_shapes(spec: ModelSpec) -> dict[str, dict[int, Any]]:

@@ -1,0 +1,265 @@
+"""ONNX export of every family bertgraph supports, with real torch.onnx, onnx.checker and onnxruntime.
+
+Each ``model_type`` is exported through the command line from a tiny checkpoint made with
+``save_pretrained`` (its characteristic head: the language-model head where the family
+has one), then run in onnxruntime at sizes the export never saw and compared with
+transformers' own forward of the checkpoint; the graph read back from the file holds the
+family's parameter total. Every other head of each family is exported and verified in a
+slower sweep. BERT itself is covered by ``test_onnx.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+from bertgraph import cli
+from bertgraph.api import read_onnx
+from bertgraph.graph import schema as g
+from bertgraph.graph import stats
+from bertgraph.model import ModelSpec, resolve
+from bertgraph.model.build import make_config, model_class_of
+from bertgraph.model.families import BY_NAME, family_of
+from bertgraph.onnx import memory
+from bertgraph.onnx.export import output_names
+from bertgraph.onnx.verify import UNDEFINED_AT_PADDING, dim_names, input_dims, random_inputs
+from bertgraph.tracing import skeleton
+from tests.family_configs import TINY
+
+pytestmark = pytest.mark.onnx
+
+SEQ = 16
+TOLERANCE = 1e-4
+# The head that shows each structure best: the language-model head where the family has one.
+_LM_HEADS = ("seq2seq-lm", "causal-lm", "masked-lm", "base")
+# One model_type per structure runs in the quick suite; the others are marked slow.
+QUICK = ("roberta", "gpt2", "t5")
+# Sizes the export never saw (its example is batch 2 × 16; verification uses 19 and 45):
+# batch, choices, sequence, decoder sequence.
+NEW_SIZES = (
+    {"batch": 2, "choices": 2, "sequence": 7, "decoder_sequence": 5},
+    {"batch": 4, "choices": 3, "sequence": 23, "decoder_sequence": 13},
+)
+
+
+# MPNet computes its relative-position buckets with 32 buckets whatever the config says
+# (transformers 5.24), so fewer buckets index past its bias table beyond 16 positions.
+TINY_FIXES: dict[str, dict[str, Any]] = {"mpnet": {"relative_attention_num_buckets": 32}}
+
+
+def characteristic_head(model_type: str) -> str:
+    heads = family_of(model_type).heads  # type: ignore[union-attr]
+    return next(head for head in _LM_HEADS if head in heads)
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for model_type in TINY:
+        if model_type == "bert":
+            continue
+        marks = () if model_type in QUICK else (pytest.mark.slow,)
+        cases.append(pytest.param(model_type, id=model_type, marks=marks))
+    return cases
+
+
+def save_tiny(folder: Path, model_type: str, head: str, seed: int = 11) -> Path:
+    """A tiny random checkpoint of ``head`` saved with ``save_pretrained`` (safetensors)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {**TINY[model_type], **TINY_FIXES.get(model_type, {})}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    spec = resolve(str(folder), head, seq_len=SEQ)
+    model_class = model_class_of(spec)
+    torch.manual_seed(seed)  # not the exporter's seed 0: the checkpoint's weights must show
+    model = model_class(make_config(spec, model_class)).eval()
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+@dataclass
+class Exported:
+    model_type: str
+    spec: ModelSpec
+    folder: Path
+    path: Path
+    report: str
+
+
+@pytest.fixture(scope="module", params=_cases())
+def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    model_type = request.param
+    head = characteristic_head(model_type)
+    root = tmp_path_factory.mktemp(f"onnx-{model_type}")
+    folder = save_tiny(root / "checkpoint", model_type, head)
+    path = root / "model.onnx"
+    code, report = _run_cli(["onnx", str(folder), "--head", head, "--seq-len", str(SEQ), "-o", str(path)])
+    assert code == 0, report
+    return Exported(model_type, resolve(str(folder), head, seq_len=SEQ), folder, path, report)
+
+
+def _run_cli(argv: list[str]) -> tuple[int, str]:
+    """``bertgraph ARGV`` in this process; its exit code and what it wrote to standard error."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, err.getvalue()
+
+
+def _transformers_model(exported: Exported) -> torch.nn.Module:
+    model_class = model_class_of(exported.spec)
+    return model_class.from_pretrained(str(exported.folder)).eval()
+
+
+def _session(path: Path) -> ort.InferenceSession:
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+# --- the export ---------------------------------------------------------------------------------
+
+
+def test_export_is_verified_for_every_output(exported: Exported) -> None:
+    """The command's own check: onnx.checker, then every output at two sizes within the tolerance."""
+    assert "full_check passed" in exported.report
+    names = output_names(exported.spec)
+    parity = [line for line in exported.report.splitlines() if "max |onnxruntime − PyTorch|" in line]
+    assert len(parity) == 2
+    for line in parity:
+        found = dict(re.findall(r"(\w+) (\d\.\d+e[-+]\d+)", line.split("PyTorch|", 1)[1]))
+        assert set(found) == set(names), line
+        assert all(float(diff) <= TOLERANCE for diff in found.values()), line
+    assert "torch.export (dynamo)" in exported.report
+
+
+def test_inputs_and_dynamic_axes_come_from_the_family(exported: Exported) -> None:
+    model = onnx.load(str(exported.path), load_external_data=False)
+    spec = exported.spec
+    assert [v.name for v in model.graph.input] == list(spec.input_names)
+    for value in model.graph.input:
+        dims = [d.dim_param for d in value.type.tensor_type.shape.dim]
+        assert dims == list(input_dims(spec)[value.name]), value.name
+    assert [v.name for v in model.graph.output] == list(output_names(spec))
+    for value in model.graph.output:
+        assert value.type.tensor_type.shape.dim[0].dim_param == "batch", value.name
+
+
+def test_outputs_match_transformers_at_sizes_the_export_never_saw(exported: Exported) -> None:
+    spec = exported.spec
+    session = _session(exported.path)
+    names = list(output_names(spec))
+    reference = _transformers_model(exported)
+    for index, sizes in enumerate(NEW_SIZES):
+        shape = tuple(sizes[name] for name in dim_names(spec))
+        feeds = random_inputs(spec, shape, padded_rows=index, seed=100 + index)
+        actual = session.run(names, feeds)
+        with torch.no_grad():
+            expected = reference(**{k: torch.from_numpy(v) for k, v in feeds.items()}, return_dict=True)
+        kept = feeds["attention_mask"].astype(bool)
+        for name, ours in zip(names, actual):
+            theirs = expected[name].numpy()
+            assert ours.shape == theirs.shape, (name, shape)
+            difference = np.abs(ours - theirs)
+            if spec.family.name in UNDEFINED_AT_PADDING and difference.shape[:2] == kept.shape:
+                difference = difference[kept]
+            assert float(difference.max()) <= TOLERANCE, (name, shape)
+
+
+def test_graph_read_back_has_the_family_parameter_total(exported: Exported) -> None:
+    spec = exported.spec
+    arch = read_onnx(exported.path)
+    model = _transformers_model(exported)
+    unique = sum(p.numel() for p in model.parameters())  # tied and shared weights once
+    assert arch.params()["total"] == stats.parameter_stats(skeleton(spec))["total"] == unique
+    assert g.total_params(arch.graph) == unique
+    info = arch.graph.graph
+    family = spec.family
+    assert info[g.G_FAMILY] == family.name and info[g.G_MODEL_TYPE] == exported.model_type
+    assert info[g.G_STRUCTURE] == family.structure
+    assert info[g.G_STACKS] == skeleton(spec).graph[g.G_STACKS] and info[g.G_STACKS]
+    roles = {entry.get(g.M_ROLE) for entry in info[g.G_MODULES].values()}
+    assert {"embeddings", "layer"} <= roles
+
+
+def test_summary_and_params_of_the_file_give_the_total(exported: Exported, capsys: pytest.CaptureFixture[str]) -> None:
+    total = stats.parameter_stats(skeleton(exported.spec))["total"]
+    for command in ("summary", "params"):
+        assert cli.main([command, str(exported.path)]) == 0
+        out = capsys.readouterr().out
+        assert f"{total:,}" in out, (command, out[-500:])
+
+
+# --- every other head of every family -------------------------------------------------------------
+
+
+def _head_cases() -> list[Any]:
+    """One model_type per family record, each head not exported above."""
+    cases = []
+    for family in BY_NAME.values():
+        if family.name == "bert":
+            continue
+        model_type = next(t for t in family.variants if t in TINY)
+        for head in family.heads:
+            if head != characteristic_head(model_type):
+                cases.append(pytest.param(model_type, head, id=f"{model_type}-{head}", marks=pytest.mark.slow))
+    return cases
+
+
+@pytest.mark.parametrize(("model_type", "head"), _head_cases())
+def test_every_head_exports_and_verifies(model_type: str, head: str, tmp_path: Path) -> None:
+    folder = save_tiny(tmp_path / "checkpoint", model_type, head)
+    path = tmp_path / "model.onnx"
+    code, report = _run_cli(["onnx", str(folder), "--head", head, "--seq-len", str(SEQ), "-o", str(path)])
+    assert code == 0, report
+    assert "full_check passed" in report and report.count("max |onnxruntime − PyTorch|") == 2
+    spec = resolve(str(folder), head, seq_len=SEQ)
+    model = onnx.load(str(path), load_external_data=False)
+    assert [v.name for v in model.graph.output] == list(output_names(spec))
+    assert read_onnx(path).params()["total"] == stats.parameter_stats(skeleton(spec))["total"]
+
+
+# --- presets built without a checkpoint -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("preset", "head"),
+    [
+        pytest.param("gpt2", "causal-lm", id="gpt2"),
+        pytest.param("t5-small", "seq2seq-lm", id="t5-small", marks=pytest.mark.slow),
+    ],
+)
+def test_preset_exports_seeded_random_weights(preset: str, head: str, tmp_path: Path) -> None:
+    """As for BERT: a preset (shrunk with size options) gets seeded random weights, verified."""
+    path = tmp_path / "m.onnx"
+    sizes = ["--layers", "1", "--hidden", "32", "--heads", "4", "--intermediate", "37", "--vocab", "99"]
+    code, report = _run_cli(["onnx", preset, "--head", head, *sizes, "--seq-len", str(SEQ), "-o", str(path)])
+    assert code == 0, report
+    assert "random (seed 0)" in report and "full_check passed" in report
+    meta = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+    assert meta["weights"] == "random (seed 0)" and meta["family"] == family_of(meta["model_type"]).name  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("preset", ["TinyLlama-1.1B", "t5-small", "roberta-base"])
+def test_memory_estimate_follows_the_family_sizes(preset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate counts the family's own weights and refuses before any export work."""
+    from bertgraph.model import build_model
+
+    spec = resolve(preset)
+    model = build_model(spec)
+    weights = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+    monkeypatch.setattr(memory, "available", lambda meminfo=None: memory.estimate(weights, verify=True) - 1)
+    target = tmp_path / "m.onnx"
+    code, err = _run_cli(["onnx", preset, "-o", str(target)])
+    line = err.strip().splitlines()[-1]
+    assert code == 1 and line.startswith(f"bertgraph: error: exporting {spec.name}"), line
+    assert f"({memory._size(weights)} of weights)" in line and "internal error" not in err
+    assert list(tmp_path.iterdir()) == []
