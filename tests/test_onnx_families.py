@@ -263,3 +263,26 @@ def test_memory_estimate_follows_the_family_sizes(preset: str, tmp_path: Path, m
     assert code == 1 and line.startswith(f"bertgraph: error: exporting {spec.name}"), line
     assert f"({memory._size(weights)} of weights)" in line and "internal error" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --- what the exporter cannot do, said in one line ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_t5_needs_eager_attention_and_the_exporter_failure_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With SDPA, torch.onnx's decomposition fails on T5 (the limitation EAGER_ATTENTION records);
+    the failure is one line naming the cause, without the exporter's colour codes, and no file."""
+    from bertgraph.errors import OnnxError
+    from bertgraph.onnx import export
+
+    folder = save_tiny(tmp_path / "checkpoint", "t5", "base")
+    monkeypatch.setattr(export, "EAGER_ATTENTION", {})
+    target = tmp_path / "m.onnx"
+    with pytest.raises(OnnxError) as raised:
+        export.export_onnx_spec(resolve(str(folder), "base", seq_len=SEQ), target, exporter="dynamo")
+    message = str(raised.value)
+    assert "\n" not in message and "\x1b" not in message
+    assert message.startswith("torch.export could not export T5Model: Cannot view a tensor"), message
+    assert not target.exists()
