@@ -116,6 +116,14 @@ def _run_cli(argv: list[str]) -> tuple[int, str]:
     return code, err.getvalue()
 
 
+def _figures(model_type: str, head: str, report: str) -> str:
+    """``model_type head: max diff D, export S s`` from the command's report."""
+    diffs = [float(d) for d in re.findall(r" (\d\.\d+e[-+]\d+)", report.split("max |onnxruntime", 1)[-1])]
+    export = re.search(r"export ([\d.]+) s", report)
+    seconds = export[1] if export else "?"
+    return f"figures {model_type} {head}: max diff {max(diffs, default=0.0):.1e}, export {seconds} s"
+
+
 def _transformers_model(exported: Exported) -> torch.nn.Module:
     model_class = model_class_of(exported.spec)
     return model_class.from_pretrained(str(exported.folder)).eval()
@@ -139,6 +147,7 @@ def test_export_is_verified_for_every_output(exported: Exported) -> None:
         assert set(found) == set(names), line
         assert all(float(diff) <= TOLERANCE for diff in found.values()), line
     assert "torch.export (dynamo)" in exported.report
+    print(_figures(exported.model_type, exported.spec.head, exported.report))  # shown with pytest -rP
 
 
 def test_inputs_and_dynamic_axes_come_from_the_family(exported: Exported) -> None:
@@ -225,6 +234,7 @@ def test_every_head_exports_and_verifies(model_type: str, head: str, tmp_path: P
     model = onnx.load(str(path), load_external_data=False)
     assert [v.name for v in model.graph.output] == list(output_names(spec))
     assert read_onnx(path).params()["total"] == stats.parameter_stats(skeleton(spec))["total"]
+    print(_figures(model_type, head, report))  # shown with pytest -rP
 
 
 # --- presets built without a checkpoint -------------------------------------------------------------
