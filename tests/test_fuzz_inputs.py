@@ -431,7 +431,8 @@ def onnx_files(draw: st.DrawFn) -> bytes:
     if kind == "names":
         return _onnx_model((draw(st.text(min_size=1, max_size=12)), draw(st.text(max_size=12))))
     if kind == "metadata":
-        keys = st.sampled_from(["config", "example", "tied_parameters", "model_class", "head", "model", "weights"])
+        known = ("config", "example", "tied_parameters", "model_class", "head", "model", "weights")
+        keys = st.sampled_from([*known, "family", "model_type", "structure", "backbone", "stacks"])
         values = st.one_of(st.text(max_size=20), json_values.map(lambda v: json.dumps(v, allow_nan=True)))
         return _onnx_model(metadata=draw(st.dictionaries(keys, values, max_size=4)))
     good = bytearray(_onnx_model())
@@ -447,6 +448,8 @@ def onnx_files(draw: st.DrawFn) -> bytes:
 @given(content=onnx_files())
 @example(content=_onnx_model(("a\x00\u202eb", "c\nd")))
 @example(content=_onnx_model(metadata={"config": "[]", "tied_parameters": '{"a": 1}', "example": "NaN"}))
+@example(content=_onnx_model(metadata={"family": "gpt2", "model_type": "gpt2", "backbone": "dense", "stacks": "[1]"}))
+@example(content=_onnx_model(metadata={"family": "bert", "model_type": "bert", "stacks": '{"dense": "sideways"}'}))
 def test_onnx_file(content: bytes, capsys: pytest.CaptureFixture[str]) -> None:
     from bertgraph.onnx.read import read_onnx_graph
 

@@ -555,6 +555,7 @@ def _family_attributes(meta: dict[str, str], modules: dict[str, dict[str, str]])
     these; their backbone is read off the module paths as BERT's (``bert``) or none.
     """
     from bertgraph.model.families import family_of
+    from bertgraph.model.families.record import DECODER, ENCODER
 
     backbone = meta.get("backbone")
     if backbone is None or backbone not in modules:
@@ -569,7 +570,7 @@ def _family_attributes(meta: dict[str, str], modules: dict[str, dict[str, str]])
             g.G_FAMILY: family.name,
             g.G_MODEL_TYPE: meta["model_type"],
             g.G_STRUCTURE: family.structure,
-            g.G_STACKS: {path: kind for path, kind in stacks.items() if path in modules and isinstance(kind, str)},
+            g.G_STACKS: {path: kind for path, kind in stacks.items() if path in modules and kind in (ENCODER, DECODER)},
         }
     )
     for path, role in family.roles_of(list(modules), backbone).items():
