@@ -524,6 +524,7 @@ def _export(
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_EXCEPTION_CLASS = re.compile(r"^<class '[\w.]+'>: ")
 
 
 def exporter_reason(error: BaseException) -> str:
@@ -534,7 +535,7 @@ def exporter_reason(error: BaseException) -> str:
     if len(summary) == 2:
         found = [line.strip() for line in summary[1].splitlines() if line.strip()]
         if found:
-            text = found[0]
+            text = _EXCEPTION_CLASS.sub("", found[0])  # "<class 'ValueError'>: Cannot view …"
     return first_line(ValueError(text))
 
 
