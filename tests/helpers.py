@@ -47,6 +47,7 @@ HOSTILE_NAMES = [
     "user\u202etxt-exe",
     "\u2066isolate\u2069 \u202aembed\u202c",
     "line\u2028sep",
+    "\ufeffbom first",  # JavaScript's trim() drops a leading byte-order mark
 ]
 
 # Characters that reorder or hide text around them; no diagram, table or page may carry them raw.

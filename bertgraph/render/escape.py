@@ -16,9 +16,10 @@ from urllib.parse import quote
 # Characters no reader should receive raw: C0 and C1 control characters other than tab
 # and newline (XML forbids most; terminals act on them), the bidirectional embedding,
 # override and isolate controls that reorder the text around them (U+202A-U+202E,
-# U+2066-U+2069, "Trojan Source"), lone surrogates (not encodable as UTF-8) and the two
-# noncharacters XML forbids. Each is shown as U+FFFD, the replacement character.
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+# U+2066-U+2069, "Trojan Source"), lone surrogates (not encodable as UTF-8), the invisible
+# byte-order mark (U+FEFF, which JavaScript's trim() drops, so Mermaid would lose it) and the
+# two noncharacters XML forbids. Each is shown as U+FFFD, the replacement character.
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufeff\ufffe\uffff]")
 # What XML 1.0 cannot hold (GraphML): the characters it forbids, and the carriage return,
 # which every XML parser turns into a line feed. Everything else stays as it is.
 _NOT_XML = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff\ufffe\uffff]")
