@@ -16,15 +16,15 @@ from typing import Any
 
 import networkx as nx
 
+from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
-from bertgraph.graph import stats
 from bertgraph.graph.views import OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import figures
-from bertgraph.render.style import KIND_NAMES, node_kind
+from bertgraph.render.style import KIND_NAMES, is_mask_computation, node_kind
 
 BACKBONE = "backbone"
 HEAD = "head"
-_FOLDED = re.compile(r"\.(\d+)-(\d+)(?=\.|:|$)")
+_FOLDED = roles.FOLDED
 
 
 @dataclass(frozen=True)
@@ -83,13 +83,7 @@ class Diagram:
         return grouped
 
 
-def lookup_path(path: str) -> str:
-    """The module-table path of a possibly folded path (``layer.0-11.x`` → ``layer.0.x``).
-
-    >>> lookup_path("bert.encoder.layer.0-11.attention")
-    'bert.encoder.layer.0.attention'
-    """
-    return _FOLDED.sub(lambda m: f".{m.group(1)}", path)
+lookup_path = roles.lookup_path
 
 
 def folded_here(path: str) -> bool:
@@ -97,20 +91,40 @@ def folded_here(path: str) -> bool:
 
     >>> folded_here("bert.encoder.layer.0-11"), folded_here("bert.encoder.layer.0-11.attention")
     (True, False)
+    >>> folded_here("model.layers.1-19/3")
+    True
     """
-    return bool(re.search(r"\.\d+-\d+$", path))
+    return bool(re.search(r"\.\d+-\d+(/\d+)?$", path))
 
 
 def repeat_of(path: str) -> int:
     """How many siblings a folded path stands for (1 when not folded).
 
-    >>> repeat_of("bert.encoder.layer.0-11"), repeat_of("bert.pooler")
-    (12, 1)
+    >>> repeat_of("bert.encoder.layer.0-11"), repeat_of("bert.pooler"), repeat_of("model.layers.1-19/3")
+    (12, 1, 7)
     """
     count = 1
     for match in _FOLDED.finditer(path):
-        count *= int(match.group(2)) - int(match.group(1)) + 1
+        count *= (int(match.group(2)) - int(match.group(1))) // int(match.group(3) or 1) + 1
     return count
+
+
+def readable_range(path: str) -> str:
+    """A folded path as a reader says it: ``layers.1-19/3`` → ``layers.1, 4, …, 19``.
+
+    >>> readable_range("layers.1-19/3"), readable_range("layers.1-4/3"), readable_range("layer.0-11")
+    ('layers.1, 4, …, 19', 'layers.1, 4', 'layer.0-11')
+    """
+
+    def spell(match: re.Match[str]) -> str:
+        if not match.group(3):
+            return match.group(0)
+        first, last, step = (int(match.group(i)) for i in (1, 2, 3))
+        every = list(range(first, last + 1, step))
+        shown = every if len(every) <= 3 else [every[0], every[1], "…", every[-1]]
+        return "." + ", ".join(str(i) for i in shown)
+
+    return _FOLDED.sub(spell, path)
 
 
 # --- labels -----------------------------------------------------------------------------
@@ -145,26 +159,27 @@ _DESCRIPTIVE_TITLES = frozenset(
         "add",
         "add (residual)",
         "select [CLS]",
+        "select first token",
         "position ids",
     }
 )
 
 
-def _own_ops_title(data: dict[str, Any]) -> str:
-    """A name for the computation a module does itself, from the ops it runs."""
+def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
+    """A name for the computation a module does itself, from its role and the ops it runs."""
     ops = [op for op in data.get(g.OPS, []) if op]
-    module_type = data.get(g.MODULE_TYPE, "")
     if "scaled_dot_product_attention" in ops:
         return "scaled dot-product attention"
-    if module_type == "BertModel" or {"index", "expand", "ge", "new_ones"} & set(ops):
+    if role in (roles.MODEL, roles.STACK) and is_mask_computation(ops):
         return "attention mask"
-    if ops == ["add"] and module_type == "BertEmbeddings":
+    if ops == ["add"] and role == roles.EMBEDDINGS:
         return "sum of embeddings"
     if ops == ["add"]:
         return "add"
     if ops == ["select"]:
-        return "select [CLS]"
-    if ops and set(ops) <= {"slice"}:
+        # BERT's first token is [CLS]; other families name it otherwise (<s>, …).
+        return "select [CLS]" if family == "bert" else "select first token"
+    if ops and set(ops) <= {"slice"} and role in (roles.EMBEDDINGS, roles.POSITION, roles.MODEL):
         return "position ids"
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
 
@@ -177,6 +192,7 @@ class _Labeller:
         self.shown = shown
         self.backbone = graph.graph.get(g.G_BACKBONE, "")
         self.modules = stats.module_table(graph)
+        self.family = str(graph.graph.get(g.G_FAMILY, ""))
 
     def info(self, path: str) -> dict[str, Any]:
         return dict(self.modules.get(lookup_path(path), {}))
@@ -191,7 +207,8 @@ class _Labeller:
         return name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
 
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
-        kind = node_kind(data, self.backbone)
+        role = roles.role_of(self.graph, data.get(g.MODULE, ""))
+        kind = node_kind(data, role)
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
         params = int(data.get(g.PARAMS, 0))
@@ -214,7 +231,7 @@ class _Labeller:
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
-            if data.get(g.OP) == "slice" and data.get(g.MODULE_TYPE) == "BertEmbeddings":
+            if data.get(g.OP) == "slice" and role in (roles.EMBEDDINGS, roles.POSITION):
                 title = "position ids"
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
@@ -226,7 +243,7 @@ class _Labeller:
             return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
-            title = _own_ops_title(data)
+            title = _own_ops_title(data, role, self.family)
             if residual_target and title == "add":
                 title = "add (residual)"
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
@@ -348,8 +365,8 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     is_add = data.get(g.OP) == "add" or (data.get(g.OWN_OPS) and [o for o in data.get(g.OPS, []) if o] == ["add"])
     if not is_add or shown.nodes[source].get(g.KIND) == g.INPUT:
         return False
-    if data.get(g.MODULE_TYPE) == "BertEmbeddings":
-        return False
+    if roles.role_of(shown, data.get(g.MODULE, "")) == roles.EMBEDDINGS:
+        return False  # the embeddings' sum adds tables, not a skip connection
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
 
 
@@ -447,7 +464,7 @@ def build_diagram(
         params = cluster_params.get(key, 0)
         if cluster.role == BACKBONE:
             name = f"{backbone} ({backbone_type})" if backbone else backbone_type
-            structure = graph.graph.get(g.G_STRUCTURE, "encoder-only")  # ONNX files do not say: BERT's
+            structure = roles.structure(graph)
             title = f"{structure} backbone · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
             title = f"task head · {graph.graph.get(g.G_HEAD, '')} · {_params_line(params, 1)}"

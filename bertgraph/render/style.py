@@ -1,15 +1,16 @@
 """What kind of thing a node is, and the colours each theme gives that kind.
 
-Kinds are decided from module types, paths and ops alone, so the same node gets the
-same colour in every format and every run.
+Kinds are decided from the role of a node's module (:mod:`bertgraph.graph.roles`) and its
+ops, never from class names, so the same node gets the same colour in every format, every
+family and every run.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from bertgraph.graph import roles
 from bertgraph.graph import schema as g
-from bertgraph.graph.views import in_backbone
 
 
 class Palette(NamedTuple):
@@ -124,48 +125,59 @@ def cluster_look(role: str, highlight: bool, colours: dict[str, Any]) -> tuple[s
     return fill, border, width
 
 
-def node_kind(data: dict[str, Any], backbone: str) -> str:
-    """The colour kind of a view node.
+def node_kind(data: dict[str, Any], role: str) -> str:
+    """The colour kind of a view node whose module plays ``role`` (see :mod:`bertgraph.graph.roles`).
 
-    >>> node_kind({"kind": "module", "module": "classifier", "module_type": "Linear"}, "bert")
+    >>> node_kind({"kind": "module", "module": "classifier", "module_type": "Linear"}, "head")
     'head'
-    >>> node_kind({"kind": "module", "module": "bert.encoder.layer.0-11.attention.output.LayerNorm",
-    ...            "module_type": "LayerNorm"}, "bert")
+    >>> node_kind({"kind": "module", "module": "h.0-11.ln_1", "module_type": "LayerNorm"}, "norm")
     'normalisation'
-    >>> node_kind({"kind": "op", "module": "bert.encoder.layer.0.output", "op": "add"}, "bert")
+    >>> node_kind({"kind": "op", "module": "encoder.layer.0.output", "op": "add"}, "feed-forward")
     'feed-forward'
     """
     if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
         return "io"
-    module = data.get(g.MODULE, "")
-    if not in_backbone(module, backbone):
+    if role == roles.HEAD:
         return "head"
-    module_type = data.get(g.MODULE_TYPE, "")
     ops = (set(data.get(g.OPS, [])) | {data.get(g.OP, "")}) - {""}
-    if module_type == "LayerNorm" or (ops and ops <= {"layer_norm", "LayerNormalization"}):
+    if role == roles.NORM or (ops and ops <= NORM_OPS):
         return "normalisation"
-    parts = module.split(".")
-    computes = data.get(g.KIND) == g.OPERATOR or data.get(g.OWN_OPS)
-    if "embeddings" in parts or module_type in ("Embedding", "BertEmbeddings"):
+    computes = data.get(g.KIND) == g.OPERATOR or bool(data.get(g.OWN_OPS))
+    if role in (roles.EMBEDDINGS, roles.POSITION):
         return "embedding"
-    if module_type in ("BertLayer", "BertEncoder"):
-        return "block"
-    if "attention" in parts or (computes and "scaled_dot_product_attention" in ops):
+    if role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION) or (computes and "scaled_dot_product_attention" in ops):
         return "attention"
-    if "intermediate" in parts or _is_layer_output(parts):
+    if role in (roles.STACK, roles.LAYER):
+        return "mask" if computes and is_mask_computation(ops) else "block"
+    if role == roles.FEED_FORWARD:
         return "feed-forward"
-    if "pooler" in parts:
+    if role == roles.POOLER:
         return "pooling"
-    if "encoder" in parts:
-        return "block"
-    if computes:
-        return "mask" if module_type in ("BertModel", "") and module in (backbone, "") else "other"
+    if computes and role == roles.MODEL:
+        # What a model computes itself is its attention mask (BERT's root runs nothing else); a
+        # merged group says so through its ops (ModernBERT's root also makes position ids).
+        return "mask" if data.get(g.KIND) == g.OPERATOR or is_mask_computation(ops) else "other"
     return "other"
 
 
-def _is_layer_output(parts: list[str]) -> bool:
-    """``…layer.3.output…`` is the feed-forward output (``attention.output`` is not)."""
-    return any(parts[i] == "output" and parts[i - 1] != "attention" for i in range(1, len(parts)))
+# Ops that normalise (a norm module of its own, or one computed in place).
+NORM_OPS = frozenset({"layer_norm", "LayerNormalization", "rms_norm", "SimplifiedLayerNormalization"})
+# Ops only a mask computation runs (comparisons and boolean logic on index tensors, the expanded
+# padding mask); a model's own ops that include any of them build the attention mask.
+_MASK_OPS = frozenset(
+    {"index", "expand", "ge", "le", "lt", "gt", "new_ones", "bitwise_and", "bitwise_or", "__and__", "__or__"}
+)
+
+
+def is_mask_computation(ops: set[str] | list[str]) -> bool:
+    """Whether the ops a model or stack runs itself build an attention mask.
+
+    >>> is_mask_computation(["slice", "unsqueeze", "to", "rsub", "mul"]), is_mask_computation(["add"])
+    (False, False)
+    >>> is_mask_computation(["arange", "le", "index"])
+    True
+    """
+    return bool(_MASK_OPS & set(ops))
 
 
 # Which SVG paint each palette entry becomes in Graphviz's output: fills of shapes, strokes
