@@ -133,3 +133,77 @@ def stack_of(graph: nx.DiGraph, path: str) -> str | None:
         if path == stack or path.startswith(stack + "."):
             return stack
     return None
+
+
+def stack_side(graph: nx.DiGraph, path: str) -> str | None:
+    """``encoder`` or ``decoder``: which stack's part of the model ``path`` is in, or None.
+
+    A stack's part is its layer list and, when the list sits in a module of its own
+    (``encoder.block`` in ``encoder``), everything in that module (its final norm, say).
+    """
+    path = lookup_path(path)
+    for stack, kind in sorted(stack_kinds(graph).items(), key=lambda item: -len(item[0])):
+        owner = stack.rsplit(".", 1)[0] if "." in stack else stack
+        backbone = graph.graph.get(g.G_BACKBONE, "")
+        if owner == backbone:
+            owner = stack
+        if path == owner or path.startswith(owner + "."):
+            return kind
+    return None
+
+
+def attention_labels(graph: nx.DiGraph, path: str) -> list[str]:
+    """The attention kinds of the blocks at or below module ``path`` (``["causal", "cross"]``).
+
+    Read from the module table, where the facts pass records each attention block's kind;
+    ``[]`` when the graph records none.
+    """
+    path = lookup_path(path)
+    found = []
+    for module, info in graph.graph.get(g.G_MODULES, {}).items():
+        if (not path or module == path or module.startswith(path + ".")) and g.attention_label(info):
+            found.append(g.attention_label(info))
+    return sorted(set(found), key=_kind_order)
+
+
+def _kind_order(label: str) -> tuple[int, str]:
+    kind = label.split("(", 1)[0]
+    order = g.ATTENTION_KINDS.index(kind) if kind in g.ATTENTION_KINDS else len(g.ATTENTION_KINDS)
+    return order, label
+
+
+def shared_modules(graph: nx.DiGraph) -> dict[str, int]:
+    """The outermost modules that run more than once, with their calls (ALBERT: the layer group, 12).
+
+    The facts pass records them (``shared_modules``); a graph without that record tells by
+    the ``call`` index its ops carry.
+    """
+    shared = graph.graph.get(g.G_SHARED)
+    found = (
+        {str(m): int(n) for m, n in shared.items() if int(n) > 1}
+        if isinstance(shared, dict)
+        else _calls_from_ops(graph)
+    )
+    return {m: n for m, n in found.items() if not any(m.startswith(o + ".") for o in found if o != m)}
+
+
+def _calls_from_ops(graph: nx.DiGraph) -> dict[str, int]:
+    """Module → calls, for the outermost modules every call of which ran the same number of ops."""
+    per_call: dict[str, dict[int, int]] = {}
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) != g.OPERATOR:
+            continue
+        call = int(data.get(g.CALL, 0) or 0)
+        parts = data.get(g.MODULE, "").split(".")
+        for index in range(1, len(parts) + 1):
+            counts = per_call.setdefault(".".join(parts[:index]), {})
+            counts[call] = counts.get(call, 0) + 1
+    result: dict[str, int] = {}
+    for module in sorted(per_call, key=lambda p: p.count(".")):
+        counts = per_call[module]
+        repeated = len(counts) > 1 and set(counts) == set(range(len(counts))) and len(set(counts.values())) == 1
+        container = graph.graph.get(g.G_MODULES, {}).get(module, {}).get(g.M_TYPE) in ("ModuleList", "ModuleDict")
+        if repeated and not container:
+            result[module] = len(counts)
+    # Only the outermost: a part of a shared module runs as often, but the module says it.
+    return {m: n for m, n in result.items() if not any(m.startswith(o + ".") for o in result)}

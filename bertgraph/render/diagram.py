@@ -19,7 +19,7 @@ import networkx as nx
 from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
 from bertgraph.graph.views import OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
-from bertgraph.render import figures
+from bertgraph.render import figures, style
 from bertgraph.render.style import KIND_NAMES, is_mask_computation, node_kind
 
 BACKBONE = "backbone"
@@ -127,6 +127,16 @@ def readable_range(path: str) -> str:
     return _FOLDED.sub(spell, path)
 
 
+def _period_of(path: str) -> tuple[int, int, int] | None:
+    """(step, first, last) of the sibling range a periodic fold's path ends in; None for a plain run.
+
+    >>> _period_of("layers.1-19/3"), _period_of("layer.0-11")
+    ((3, 1, 19), None)
+    """
+    match = re.search(r"\.(\d+)-(\d+)/(\d+)$", path)
+    return (int(match.group(3)), int(match.group(1)), int(match.group(2))) if match else None
+
+
 # --- labels -----------------------------------------------------------------------------
 
 
@@ -193,6 +203,22 @@ class _Labeller:
         self.backbone = graph.graph.get(g.G_BACKBONE, "")
         self.modules = stats.module_table(graph)
         self.family = str(graph.graph.get(g.G_FAMILY, ""))
+        self.shared = roles.shared_modules(graph)
+        self.attention: dict[str, list[str]] = {}
+
+    def attention_of(self, module: str) -> list[str]:
+        """Attention kinds at or below ``module`` (memoised: the module table is walked once per path)."""
+        key = lookup_path(module)
+        if key not in self.attention:
+            self.attention[key] = roles.attention_labels(self.graph, key)
+        return self.attention[key]
+
+    def attention_line(self, module: str, kind: str) -> str:
+        """``causal attention``, ``bidirectional + cross attention``: for attention blocks and layers."""
+        if kind not in ("attention", "block"):
+            return ""
+        labels = self.attention_of(module)
+        return f"{' + '.join(labels)} attention" if labels else ""
 
     def info(self, path: str) -> dict[str, Any]:
         return dict(self.modules.get(lookup_path(path), {}))
@@ -204,11 +230,16 @@ class _Labeller:
             return self.graph.graph.get(g.G_MODEL_CLASS, "model") if not path else display_name(path, self.backbone)
         parent = display_name(levels[-2], self.backbone) if len(levels) > 1 else ""
         name = display_name(path, self.backbone)
-        return name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
+        short = name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
+        return readable_range(short)
 
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
         role = roles.role_of(self.graph, data.get(g.MODULE, ""))
-        kind = node_kind(data, role)
+        base_kind = node_kind(data, role)
+        attention = self.attention_line(data.get(g.MODULE, ""), base_kind)
+        if data.get(g.KIND) == g.OPERATOR and g.attention_label(data):
+            attention = f"{g.attention_label(data)} attention"
+        kind = style.attention_kind(base_kind, [attention.removesuffix(" attention")] if attention else [])
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
         params = int(data.get(g.PARAMS, 0))
@@ -236,6 +267,7 @@ class _Labeller:
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
             lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
+            lines += [attention] if attention else []
             tooltip = f"{data.get(g.TARGET, data.get(g.OP, ''))} in {display_name(module, self.backbone) or 'model'}"
             tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
             if params:
@@ -247,6 +279,7 @@ class _Labeller:
             if residual_target and title == "add":
                 title = "add (residual)"
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
+            lines += [attention] if attention else []
             tooltip = (
                 f"operations of {display_name(module, self.backbone) or 'the model'} "
                 f"({data.get(g.MODULE_TYPE, '')}): {', '.join(ops)}\noutput {shape_text}"
@@ -255,23 +288,42 @@ class _Labeller:
         info = self.info(module)
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
         type_line = module_type + (f" × {repeat}" if repeat > 1 else "")
+        calls = self.shared.get(lookup_path(module), 1)
+        if calls > 1:
+            type_line = f"{module_type} × {calls} · shared weights"
         if info.get("sizes") and info.get("type") not in ("ModuleList",):
             type_line += f" {info['sizes']}"
-        module_lines = (type_line, _params_line(params, repeat), shape_text)
+        params_line = _params_line(params, repeat) + (f", run {calls} times" if calls > 1 and params else "")
+        module_lines = [type_line, params_line, shape_text]
+        period = _period_of(module) if is_fold_root else None
+        if period:
+            module_lines.insert(1, f"a pattern of {period[0]} layers, repeated")
+        module_lines += [attention] if attention else []
         tooltip = f"{display_name(module, self.backbone) or 'model'} ({module_type})"
-        if repeat > 1:
+        if calls > 1:
+            tooltip += f"\none module run {calls} times: its parameters are counted once"
+        if repeat > 1 and period:
+            tooltip += f"\n{repeat} identical layers, one in every {period[0]}, folded into one"
+        elif repeat > 1:
             tooltip += f"\n{repeat} identical layers folded into one"
             tooltip += f"\n{figures.count(params // repeat)} parameters each, {figures.count(params)} in all"
         else:
             tooltip += f"\n{figures.count(params)} parameters"
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
-        return Node(node_id, self.short_name(module), module_lines, tooltip + fold_note, kind, "module")
+        return Node(node_id, self.short_name(module), tuple(module_lines), tooltip + fold_note, kind, "module")
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
         repeat = repeat_of(path)
         title = f"{self.short_name(path)} · {info.get('type', '')}"
-        if folded_here(path):
+        calls = self.shared.get(lookup_path(path), 1)
+        if calls > 1:
+            title += f" × {calls} · shared weights"
+        period = _period_of(path) if folded_here(path) else None
+        if period:
+            title += f" × {repeat} (a pattern of {period[0]} layers, repeated)"
+            title += f" · {figures.short(params // repeat)} params each"
+        elif folded_here(path):
             title += f" × {repeat} · {figures.short(params // repeat)} params each"
         elif params:
             title += f" · {figures.short(params // repeat)} params"

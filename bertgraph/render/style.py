@@ -24,6 +24,10 @@ KIND_NAMES: dict[str, str] = {
     "io": "input / output",
     "embedding": "embedding",
     "attention": "attention",
+    "attention-bidirectional": "bidirectional attention",
+    "attention-causal": "causal attention",
+    "attention-sliding": "sliding-window attention",
+    "attention-cross": "cross-attention",
     "feed-forward": "feed-forward",
     "normalisation": "normalisation",
     "block": "encoder layer",
@@ -49,6 +53,10 @@ THEMES: dict[str, dict[str, Any]] = {
             "io": Palette("#ffffff", "#6e7781", "#1f2328"),
             "embedding": Palette("#ddf4ff", "#0969da", "#0a3069"),
             "attention": Palette("#fbefff", "#8250df", "#3e1f79"),
+            "attention-bidirectional": Palette("#f3e8ff", "#6f42c1", "#2e1065"),
+            "attention-causal": Palette("#ffe4e8", "#cf222e", "#5c0011"),
+            "attention-sliding": Palette("#fff0d6", "#d4760a", "#4a2600"),
+            "attention-cross": Palette("#d6f5ff", "#0a7ea4", "#003a4d"),
             "feed-forward": Palette("#dafbe1", "#1a7f37", "#044f1e"),
             "normalisation": Palette("#fff8c5", "#9a6700", "#4d2d00"),
             "block": Palette("#eaeef2", "#424a53", "#1f2328"),
@@ -83,6 +91,10 @@ THEMES: dict[str, dict[str, Any]] = {
             "io": Palette("#0d1117", "#8d96a0", "#e6edf3"),
             "embedding": Palette("#0c2d6b", "#4493f8", "#cae8ff"),
             "attention": Palette("#2e1a5c", "#ab7df8", "#ecdeff"),
+            "attention-bidirectional": Palette("#271447", "#a371f7", "#efe5ff"),
+            "attention-causal": Palette("#4a1118", "#f85149", "#ffdcd7"),
+            "attention-sliding": Palette("#3d2607", "#e3922f", "#ffe9c7"),
+            "attention-cross": Palette("#0b3343", "#39c5f0", "#d3f4ff"),
             "feed-forward": Palette("#0f3d1e", "#3fb950", "#d2fedb"),
             "normalisation": Palette("#3d2e00", "#d29922", "#fff8c5"),
             "block": Palette("#21262d", "#8d96a0", "#e6edf3"),
@@ -123,6 +135,34 @@ def cluster_look(role: str, highlight: bool, colours: dict[str, Any]) -> tuple[s
     if highlight:
         border, width = colours["added"], 2.0
     return fill, border, width
+
+
+# The colour kind of each attention kind (graph/schema.py ATTENTION_KINDS): a causal window is a window.
+ATTENTION_COLOURS = {
+    g.BIDIRECTIONAL: "attention-bidirectional",
+    g.CAUSAL: "attention-causal",
+    g.SLIDING_WINDOW: "attention-sliding",
+    g.CAUSAL_SLIDING_WINDOW: "attention-sliding",
+    g.CROSS: "attention-cross",
+}
+
+
+def attention_kind(kind: str, labels: list[str]) -> str:
+    """``kind`` refined by the attention kinds a node has (labels like ``sliding-window(64)``).
+
+    An attention block takes its kind's colour; a layer takes the colour of its self-attention
+    (its cross-attention shows as the edges from the encoder). Without labels nothing changes.
+
+    >>> attention_kind("attention", ["cross"]), attention_kind("block", ["causal", "cross"])
+    ('attention-cross', 'attention-causal')
+    >>> attention_kind("block", []), attention_kind("feed-forward", ["causal"])
+    ('block', 'feed-forward')
+    """
+    if kind not in ("attention", "block") or not labels:
+        return kind
+    kinds = [label.split("(", 1)[0] for label in labels]
+    own = [k for k in kinds if k != g.CROSS] or kinds
+    return ATTENTION_COLOURS.get(own[0], kind)
 
 
 def node_kind(data: dict[str, Any], role: str) -> str:
