@@ -190,6 +190,7 @@ def shared_modules(graph: nx.DiGraph) -> dict[str, int]:
 def _calls_from_ops(graph: nx.DiGraph) -> dict[str, int]:
     """Module → calls, for the outermost modules every call of which ran the same number of ops."""
     per_call: dict[str, dict[int, int]] = {}
+    weighted: set[str] = set()  # a module without parameters (a dropout called twice) shares nothing
     for _, data in graph.nodes(data=True):
         if data.get(g.KIND) != g.OPERATOR:
             continue
@@ -198,12 +199,14 @@ def _calls_from_ops(graph: nx.DiGraph) -> dict[str, int]:
         for index in range(1, len(parts) + 1):
             counts = per_call.setdefault(".".join(parts[:index]), {})
             counts[call] = counts.get(call, 0) + 1
+            if data.get(g.PARAMS) or data.get(g.SHARED_PARAMS):
+                weighted.add(".".join(parts[:index]))
     result: dict[str, int] = {}
     for module in sorted(per_call, key=lambda p: p.count(".")):
         counts = per_call[module]
         repeated = len(counts) > 1 and set(counts) == set(range(len(counts))) and len(set(counts.values())) == 1
         container = graph.graph.get(g.G_MODULES, {}).get(module, {}).get(g.M_TYPE) in ("ModuleList", "ModuleDict")
-        if repeated and not container:
+        if repeated and not container and module in weighted:
             result[module] = len(counts)
     # Only the outermost: a part of a shared module runs as often, but the module says it.
     return {m: n for m, n in result.items() if not any(m.startswith(o + ".") for o in result)}

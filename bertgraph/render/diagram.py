@@ -44,7 +44,7 @@ class Edge:
     source: str
     target: str
     label: str
-    style: str = "data"  # "data", "residual" or "mask"
+    style: str = "data"  # "data", "residual", "mask" or "cross" (the encoder's output into the decoder)
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,16 @@ class Diagram:
     kinds: list[str] = field(default_factory=list)
     compare: bool = False
     scale: str | None = None  # the heat legend's title (annotated diagrams only)
+    kind_names: dict[str, str] = field(default_factory=dict)  # legend names that differ from KIND_NAMES
+
+    def kind_name(self, kind: str) -> str:
+        """The legend's name of a kind (a decoder's layers are decoder layers)."""
+        return self.kind_names.get(kind, KIND_NAMES[kind])
+
+    @property
+    def cross(self) -> bool:
+        """Whether edges carry an encoder's output into a decoder's cross-attention."""
+        return any(edge.style == "cross" for edge in self.edges)
 
     def nodes_by_cluster(self) -> dict[str | None, list[Node]]:
         """Nodes grouped by the innermost cluster they sit in (``None``: outside every cluster)."""
@@ -533,11 +543,16 @@ def build_diagram(
         )
 
     position = {node_id: index for index, node_id in enumerate(order)}
+    side = {node: roles.stack_side(graph, shown.nodes[node].get(g.MODULE, "")) for node in order}
+    layer_names = {roles.ENCODER_ONLY: "encoder layer", "decoder-only": "decoder layer"}
+    diagram.kind_names["block"] = layer_names.get(roles.structure(graph), "layer")
     for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
         label = figures.shape(data.get(g.SHAPE, []))
         if int(data.get(g.TENSORS, 1)) > 1:
             label += f" ×{data[g.TENSORS]}"
         style = "residual" if _is_residual(shown, source, target) else "mask" if data.get(g.DTYPE) == "bool" else "data"
+        if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
+            style, label = "cross", f"cross-attention {label}"
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
 
     if has_head and depth > 0:
@@ -596,4 +611,5 @@ def build_comparison(
     present = {node.kind for node in combined.nodes if node.heat is None}
     combined.kinds = [kind for kind in KIND_NAMES if kind in present]
     combined.scale = left.scale
+    combined.kind_names = dict(left.kind_names)
     return combined
