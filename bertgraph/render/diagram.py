@@ -272,6 +272,8 @@ class _Labeller:
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
+            if data.get(g.OP) == "select" and self.family != "bert":
+                title = "select"  # BERT's pooler picks [CLS]; elsewhere a select is only a select
             if data.get(g.OP) == "slice" and role in (roles.EMBEDDINGS, roles.POSITION):
                 title = "position ids"
             if residual_target and data.get(g.OP) == "add":
