@@ -194,7 +194,6 @@ def test_families_figure_has_the_stacks_cross_edges_and_kinds(tiny: Callable[[st
     assert {"m0:encoder.layer.0-2", "m1:h.0-2"} <= ids
     assert any(re.match(r"m2:encoder\.block\.\d+-\d+", i) for i in ids)
     assert any(re.match(r"m2:decoder\.block\.\d+-\d+", i) for i in ids)
-    )
 
 
 def test_families_table_cells_are_the_traced_values(tiny: Callable[[str], nx.DiGraph]) -> None:
