@@ -185,6 +185,10 @@ _DESCRIPTIVE_TITLES = frozenset(
 )
 
 
+# Ops that make index tensors: a model's own position ids are built from these alone.
+_INDEX_OPS = frozenset({"arange", "add", "unsqueeze", "expand", "view", "slice"})
+
+
 def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
     """A name for the computation a module does itself, from its role and the ops it runs."""
     ops = [op for op in data.get(g.OPS, []) if op]
@@ -201,6 +205,8 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "select [CLS]" if family == "bert" else "select first token"
     if ops and set(ops) <= {"slice"} and role in (roles.EMBEDDINGS, roles.POSITION, roles.MODEL):
         return "position ids"
+    if "arange" in ops and set(ops) <= _INDEX_OPS and data.get(g.DTYPE) == "int64" and role == roles.MODEL:
+        return "position ids"  # 0 … seq-1 (plus the cache offset) for rotary or learned positions
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
 
 
@@ -215,6 +221,12 @@ class _Labeller:
         self.family = str(graph.graph.get(g.G_FAMILY, ""))
         self.shared = roles.shared_modules(graph)
         self.attention: dict[str, list[str]] = {}
+
+    def adds_embeddings(self, node_id: str) -> bool:
+        """Whether every input of a view node comes from an embedding table."""
+        sources = [self.shown.nodes[s].get(g.MODULE, "") for s in self.shown.predecessors(node_id)]
+        kinds = {roles.role_of(self.graph, source) for source in sources}
+        return len(sources) > 1 and kinds <= {roles.EMBEDDINGS, roles.POSITION}
 
     def attention_of(self, module: str) -> list[str]:
         """Attention kinds at or below ``module`` (memoised: the module table is walked once per path)."""
@@ -288,6 +300,8 @@ class _Labeller:
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
             title = _own_ops_title(data, role, self.family)
+            if set(ops) <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id):
+                title = "sum of embeddings"  # GPT-2's token and position embeddings, added by the model
             if residual_target and title == "add":
                 title = "add (residual)"
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
@@ -429,8 +443,14 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     is_add = data.get(g.OP) == "add" or (data.get(g.OWN_OPS) and [o for o in data.get(g.OPS, []) if o] == ["add"])
     if not is_add or shown.nodes[source].get(g.KIND) == g.INPUT:
         return False
-    if roles.role_of(shown, data.get(g.MODULE, "")) == roles.EMBEDDINGS:
+    target_role = roles.role_of(shown, data.get(g.MODULE, ""))
+    if target_role == roles.EMBEDDINGS:
         return False  # the embeddings' sum adds tables, not a skip connection
+    if target_role == roles.LAYER and data.get(g.OWN_OPS):
+        # A pre-norm layer adds a sub-block's output to what bypassed it: the edge that does
+        # not come from attention or the feed-forward block is the skip connection.
+        source_role = roles.role_of(shown, shown.nodes[source].get(g.MODULE, ""))
+        return source_role not in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION, roles.FEED_FORWARD)
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
 
 
