@@ -364,9 +364,10 @@ def sibling_content(graph: nx.DiGraph) -> dict[str, str]:
     Computed on the operator graph, the digest covers every op below the sibling: op and
     full target, module type and path below the sibling, output shape and dtype, argument
     shapes, aliasing, parameter count and names, attention kind (where recorded), and the
-    wiring — edges inside the sibling with their shapes, inputs from outside (a tensor that feeds only this sibling, like the hidden
-    states passed down the stack, counts by its shape; a tensor several siblings read,
-    like an attention mask, by where it comes from) and which ops are read outside.
+    wiring — edges inside the sibling with their shapes, inputs from outside (a tensor that
+    feeds only this sibling, like the hidden states passed down the stack, counts by its
+    shape; a tensor several siblings read, like an attention mask, by where it comes from)
+    and which ops are read outside.
     Two siblings with equal digests are interchangeable; their index and parameter names'
     prefix are left out.
     """
