@@ -12,6 +12,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from bertgraph.api import Architecture
 from bertgraph.graph import roles, stats, views
 from bertgraph.graph import schema as g
 from bertgraph.model import MODEL_TYPES, resolve
@@ -254,3 +255,16 @@ def test_families_and_folds_render_in_a_browser(tiny: Callable[[str], nx.DiGraph
     assert {name: r.error for name, r in results.items() if not r.ok} == {}
     assert "encoder output into cross-attention" in svg_text(results["families"].svg)
     assert "shared weights" in svg_text(results["albert"].svg)
+
+
+@pytest.mark.slow
+def test_the_published_modernbert_and_albert_fold_as_the_readme_says(traced: Callable[..., Architecture]) -> None:
+    modernbert = traced("modernbert-base").graph
+    text = mermaid.generate_mermaid(modernbert, depth=1).text
+    for title in ("layers.0", "layers.1, 4, …, 19", "layers.2, 5, …, 20", "layers.3, 6, …, 21"):
+        assert f"<b>{title}</b>" in text, title
+    assert text.count("ModernBertEncoderLayer × 7") == 3 and "a pattern of 3 layers, repeated" in text
+    albert = traced("albert-base-v2").graph
+    assert "AlbertLayerGroup × 12 · shared weights" in mermaid.generate_mermaid(albert, depth=2).text
+    rows = table_rows(kinds_of([albert, modernbert]))
+    assert [row[3] for row in rows] == ["encoder 12", "encoder 22"]
