@@ -190,6 +190,11 @@ def test_families_figure_has_the_stacks_cross_edges_and_kinds(tiny: Callable[[st
         assert legend in source
     assert "bidirectional + cross attention" not in source  # T5's encoder has no cross-attention
     assert "causal + cross attention" in source  # its decoder layers have both
+    kinds = {node.id: node.kind for node in diagram.nodes}
+    decoder = [kind for node_id, kind in kinds.items() if re.match(r"m2:decoder\.block\.[\d-]+$", node_id)]
+    encoder = [kind for node_id, kind in kinds.items() if re.match(r"m2:encoder\.block\.[\d-]+$", node_id)]
+    assert decoder and set(decoder) == {"attention-causal"}  # a layer takes its self-attention's colour
+    assert encoder and set(encoder) == {"attention-bidirectional"}
     # Every model's layers are boxes: GPT-2's layer list sits at the top, so it is drawn a level up.
     ids = {node.id for node in diagram.nodes}
     assert {"m0:encoder.layer.0-2", "m1:h.0-2"} <= ids

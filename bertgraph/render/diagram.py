@@ -235,13 +235,6 @@ class _Labeller:
             self.attention[key] = roles.attention_labels(self.graph, key)
         return self.attention[key]
 
-    def attention_line(self, module: str, kind: str) -> str:
-        """``causal attention``, ``bidirectional + cross attention``: for attention blocks and layers."""
-        if kind not in ("attention", "block"):
-            return ""
-        labels = self.attention_of(module)
-        return f"{' + '.join(labels)} attention" if labels else ""
-
     def info(self, path: str) -> dict[str, Any]:
         return dict(self.modules.get(lookup_path(path), {}))
 
@@ -258,10 +251,11 @@ class _Labeller:
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
         role = roles.role_of(self.graph, data.get(g.MODULE, ""))
         base_kind = node_kind(data, role)
-        attention = self.attention_line(data.get(g.MODULE, ""), base_kind)
+        labels = self.attention_of(data.get(g.MODULE, "")) if base_kind in ("attention", "block") else []
         if data.get(g.KIND) == g.OPERATOR and g.attention_label(data):
-            attention = f"{g.attention_label(data)} attention"
-        kind = style.attention_kind(base_kind, [attention.removesuffix(" attention")] if attention else [])
+            labels = [g.attention_label(data)]
+        attention = f"{' + '.join(labels)} attention" if labels else ""
+        kind = style.attention_kind(base_kind, labels)
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
         params = int(data.get(g.PARAMS, 0))
