@@ -217,6 +217,16 @@ def test_families_table_cells_are_the_traced_values(tiny: Callable[[str], nx.DiG
     assert rows[3][3] == "encoder 3"  # one shared layer run three times
     facts = kinds_of([with_attention(tiny("gpt2"), {r".*": "causal"})])
     assert table_rows(facts)[0][2] == "decoder: causal"
+    # What the facts pass records (set here, the pass not being part of this code yet): counts per
+    # kind in a stack, and fewer key/value heads than query heads.
+    modernbert = tiny("modernbert").copy()
+    modernbert.graph[g.G_ATTENTION] = {"layers": {"sliding-window(16)": 6, "bidirectional": 4}}
+    assert table_rows(kinds_of([modernbert]))[0][2] == "encoder: bidirectional × 4, sliding-window(16) × 6"
+    llama = with_attention(tiny("llama"), {r".*": "causal"})
+    for info in llama.graph[g.G_MODULES].values():
+        if g.ATTENTION in info:
+            info.update({g.Q_HEADS: 4, g.KV_HEADS: 2})
+    assert table_rows(kinds_of([llama]))[0][2] == "decoder: causal, grouped-query (4 query / 2 key-value heads)"
 
 
 def test_families_command_writes_the_figure_and_table(tmp_path: Path, tiny: Callable[[str], nx.DiGraph]) -> None:

@@ -44,12 +44,27 @@ def _hidden(graph: nx.DiGraph, stack: str) -> int | None:
     return shape[-1] if shape and isinstance(shape[-1], int) else None
 
 
-def _attention(graph: nx.DiGraph, stack: str) -> list[str]:
-    """Attention kinds in a stack, as the facts pass counted them (``{"causal": 12}``) or as its blocks say."""
+def _attention(graph: nx.DiGraph, stack: str) -> dict[str, int | None]:
+    """Attention kinds in a stack with how many blocks have each, as the facts pass counted them
+    (``{"causal": 12}``), or as its blocks say (counts unknown: None)."""
     recorded = graph.graph.get(g.G_ATTENTION)
+    counts: dict[str, int | None]
     if isinstance(recorded, dict) and isinstance(recorded.get(stack), dict):
-        return sorted(recorded[stack], key=lambda label: roles._kind_order(label))
-    return roles.attention_labels(graph, stack)
+        counts = {str(label): int(n) for label, n in recorded[stack].items()}
+    else:
+        counts = dict.fromkeys(roles.attention_labels(graph, stack))
+    return {label: counts[label] for label in sorted(counts, key=roles.kind_order)}
+
+
+def _grouped_query(graph: nx.DiGraph, stack: str) -> tuple[int, int] | None:
+    """(query heads, key/value heads) when the stack's attention shares key/value heads (grouped-query)."""
+    for path, info in graph.graph.get(g.G_MODULES, {}).items():
+        if not path.startswith(stack + "."):
+            continue
+        q, kv = info.get(g.Q_HEADS), info.get(g.KV_HEADS)
+        if isinstance(q, int) and isinstance(kv, int) and kv < q:
+            return q, kv
+    return None
 
 
 def _positions(graph: nx.DiGraph) -> list[str]:
@@ -64,7 +79,9 @@ def architecture_kind(graph: nx.DiGraph, total: int) -> dict[str, Any]:
     """The families-table row of ``graph`` (``total``: its parameters).
 
     Returns ``{"model", "model_class", "family", "structure", "stacks": [{"name", "kind",
-    "layers", "attention": [labels]}], "hidden", "parameters", "position": [kinds], "uses"}``.
+    "layers", "attention": [labels], "attention_counts": {label: blocks}, "grouped_query":
+    (query heads, key/value heads) or None, "hidden"}], "hidden", "parameters", "position":
+    [kinds], "uses"}``.
     ``attention`` and ``position`` are empty where the graph records no such facts.
     """
     from bertgraph.model.families import BY_NAME
@@ -73,12 +90,15 @@ def architecture_kind(graph: nx.DiGraph, total: int) -> dict[str, Any]:
     backbone = graph.graph.get(g.G_BACKBONE, "")
     stacks = []
     for path, kind in sorted(roles.stack_kinds(graph).items(), key=lambda item: (item[1] != roles.ENCODER, item[0])):
+        attention = _attention(graph, path)
         stacks.append(
             {
                 "name": display_name(path, backbone),
                 "kind": kind,
                 "layers": _layers(graph, path, shared),
-                "attention": _attention(graph, path),
+                "attention": list(attention),
+                "attention_counts": {label: n for label, n in attention.items() if n is not None},
+                "grouped_query": _grouped_query(graph, path),
                 "hidden": _hidden(graph, path),
             }
         )

@@ -163,10 +163,11 @@ def attention_labels(graph: nx.DiGraph, path: str) -> list[str]:
     for module, info in graph.graph.get(g.G_MODULES, {}).items():
         if (not path or module == path or module.startswith(path + ".")) and g.attention_label(info):
             found.append(g.attention_label(info))
-    return sorted(set(found), key=_kind_order)
+    return sorted(set(found), key=kind_order)
 
 
-def _kind_order(label: str) -> tuple[int, str]:
+def kind_order(label: str) -> tuple[int, str]:
+    """Sort key of attention labels: in the order of ``schema.ATTENTION_KINDS``."""
     kind = label.split("(", 1)[0]
     order = g.ATTENTION_KINDS.index(kind) if kind in g.ATTENTION_KINDS else len(g.ATTENTION_KINDS)
     return order, label

@@ -82,14 +82,28 @@ def build_families(graphs: Sequence[nx.DiGraph], depth: int = 2) -> Diagram:
     return combined
 
 
+def attention_text(stack: dict[str, Any]) -> str:
+    """A stack's attention kinds as a reader says them (``bidirectional × 8, sliding-window(64) × 14``).
+
+    >>> attention_text({"attention": ["causal"], "attention_counts": {"causal": 22}, "grouped_query": (32, 4)})
+    'causal, grouped-query (32 query / 4 key-value heads)'
+    """
+    counts = stack.get("attention_counts", {})
+    several = len(stack["attention"]) > 1 and len(counts) == len(stack["attention"])
+    shown = ", ".join(f"{label} × {counts[label]}" if several else label for label in stack["attention"])
+    if stack.get("grouped_query"):
+        q, kv = stack["grouped_query"]
+        shown += f", grouped-query ({q} query / {kv} key-value heads)"
+    return shown
+
+
 def _stacks_cell(kind: dict[str, Any], field: str) -> str:
     parts = []
     for stack in kind["stacks"]:
         if field == "layers":
             parts.append(f"{stack['kind']} {stack['layers']}")
         else:
-            shown = ", ".join(stack["attention"]) or "—"
-            parts.append(f"{stack['kind']}: {shown}")
+            parts.append(f"{stack['kind']}: {attention_text(stack) or '—'}")
     return "; ".join(parts) or "—"
 
 

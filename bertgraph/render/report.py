@@ -68,6 +68,7 @@ def generate_cost_lines(
 def generate_kind_lines(graph: nx.DiGraph, total: int) -> Iterable[str]:
     """The report's "Architecture kind" section: the model's row of the families table, in words."""
     from bertgraph.graph.kinds import architecture_kind
+    from bertgraph.render.families import attention_text
 
     kind = architecture_kind(graph, total)
     stacks = kind["stacks"]
@@ -79,7 +80,7 @@ def generate_kind_lines(graph: nx.DiGraph, total: int) -> Iterable[str]:
         return
     parts = []
     for stack in stacks:
-        attention = f", {md(' + '.join(stack['attention']))} attention" if stack["attention"] else ""
+        attention = f", attention {md(attention_text(stack))}" if stack["attention"] else ""
         parts.append(f"{md(stack['kind'])} stack `{md(stack['name'])}`: {stack['layers']} layers{attention}")
     hidden = f"; hidden size {figures.count(kind['hidden'])}" if kind["hidden"] else ""
     position = f"; positions: {md(', '.join(kind['position']))}" if kind["position"] else ""
