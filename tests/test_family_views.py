@@ -283,3 +283,16 @@ def test_the_published_modernbert_and_albert_fold_as_the_readme_says(traced: Cal
     assert "AlbertLayerGroup × 12 · shared weights" in mermaid.generate_mermaid(albert, depth=2).text
     rows = table_rows(kinds_of([albert, modernbert]))
     assert [row[3] for row in rows] == ["encoder 12", "encoder 22"]
+
+
+def test_the_report_says_the_architecture_kind(tiny: Callable[[str], nx.DiGraph]) -> None:
+    from bertgraph.render.report import generate_report
+
+    text = generate_report(
+        with_attention(tiny("t5"), {r"encoder.*": "bidirectional", r".*\.layer\.1": "cross", r".*": "causal"})
+    )
+    section = text.split("### Architecture kind", 1)[1].split("##", 1)[0]
+    assert "**encoder-decoder**" in section
+    assert "encoder stack `encoder.block`: 4 layers, attention bidirectional" in section
+    assert "decoder stack `decoder.block`: 4 layers, attention causal, cross" in section
+    assert "hidden size 32" in section and "Typically used for text to text" in section
