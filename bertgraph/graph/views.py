@@ -3,8 +3,9 @@
 Levels of detail (``level`` below, ``--depth`` on the command line):
 
 0. the whole model as one node;
-1. its parts: embeddings, encoder, pooler, the attention-mask computation, head modules;
-2. their blocks: each encoder layer, the embedding tables, the pooler's dense layer, …;
+1. its parts: embeddings, the layer stacks (encoder, decoder), pooler, the attention-mask
+   computation, head modules (BERT: embeddings → encoder → pooler);
+2. their blocks: each layer, the embedding tables, the pooler's dense layer, …;
 3. the anatomy of a block: every leaf module (Q, K, V, dense, LayerNorm, GELU, …) and the
    computations modules do themselves (scaled dot-product attention, residual adds),
    with pure layout ops (view, transpose, reshape, …) left out;
@@ -142,7 +143,7 @@ def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
 
     An op whose module is shallower than ``depth`` stays with that module; where the
     module also has children in the view, its own ops become a separate node
-    (``own_ops``), e.g. BertModel's attention-mask computation.
+    (``own_ops``), e.g. the model's own attention-mask computation.
     """
     backbone = graph.graph.get(g.G_BACKBONE, "")
 
