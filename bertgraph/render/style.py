@@ -205,7 +205,9 @@ NORM_OPS = frozenset({"layer_norm", "LayerNormalization", "rms_norm", "Simplifie
 # Ops only a mask computation runs (comparisons and boolean logic on index tensors, the expanded
 # padding mask); a model's own ops that include any of them build the attention mask.
 _MASK_OPS = frozenset(
-    {"index", "expand", "ge", "le", "lt", "gt", "new_ones", "bitwise_and", "bitwise_or", "__and__", "__or__"}
+    {"index", "expand", "ge", "le", "lt", "gt", "new_ones", "and", "or", "bitwise_and", "bitwise_or"}
+    # the same in an ONNX file
+    | {"GreaterOrEqual", "LessOrEqual", "Greater", "Less", "And", "Or", "GatherND"}
 )
 
 
