@@ -216,8 +216,8 @@ def is_mask_computation(ops: set[str] | list[str]) -> bool:
 
     >>> is_mask_computation(["slice", "unsqueeze", "to", "rsub", "mul"]), is_mask_computation(["add"])
     (False, False)
-    >>> is_mask_computation(["arange", "le", "index"])
-    True
+    >>> is_mask_computation(["arange", "le", "index"]), is_mask_computation(["Range", "GreaterOrEqual", "And"])
+    (True, True)
     """
     return bool(_MASK_OPS & set(ops))
 
