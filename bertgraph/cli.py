@@ -34,6 +34,7 @@ HEAD_NAMES = (
     "seq2seq-lm",
 )
 DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
+FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
 COST_DTYPES = ("float32", "float16", "bfloat16")
 ANNOTATIONS = ("params", "flops", "memory")
@@ -210,6 +211,29 @@ def build_parser() -> argparse.ArgumentParser:
     onnx.add_argument("--opset", type=_positive, help="ONNX opset (default: the exporter's)")
     onnx.add_argument("--no-verify", action="store_true", help="skip the checker and onnxruntime parity")
     _output(onnx, True, "output .onnx file")
+
+    families = commands.add_parser(
+        "families",
+        help="models of different structures side by side: one figure and a Markdown table",
+        description="Draw models side by side at one depth — encoder stack, decoder stack, cross-attention "
+        "edges, attention kinds coloured — and tabulate their structure, attention kinds, layers, hidden "
+        "size, parameters and position kind, all read off the traces.",
+    )
+    families.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help="presets, config folders or hub ids (default: bert-base-uncased gpt2 t5-small)",
+    )
+    families.add_argument("--depth", type=_depth, default=2, help="depth of every model's diagram (default 2)")
+    families.add_argument(
+        "--format", choices=FAMILIES_FORMATS, help="default: from the output suffix (.md: the figure and table)"
+    )
+    families.add_argument("--theme", choices=("light", "dark"), help="light (default) or dark")
+    families.add_argument("--table", type=Path, metavar="PATH.md", help="also write the table to this Markdown file")
+    families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
+    families.add_argument("--debug", action="store_true", help="show tracebacks")
+    _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
 
     gallery = commands.add_parser("gallery", help="regenerate the example diagrams and report")
     gallery.add_argument(
@@ -556,6 +580,45 @@ def cmd_onnx(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_families(args: argparse.Namespace) -> int:
+    from bertgraph.api import load
+    from bertgraph.files import check_writable
+    from bertgraph.model import resolve
+    from bertgraph.render import SUFFIX_FORMATS, graphviz_run
+    from bertgraph.render.families import DEFAULT_MODELS, write_families
+
+    suffix = args.output.suffix.lower()
+    implied = "markdown" if suffix == ".md" else SUFFIX_FORMATS.get(suffix)
+    fmt = args.format or implied
+    if fmt not in FAMILIES_FORMATS:
+        raise UsageError(
+            f"cannot tell the format of {args.output.name}; use .svg .png .pdf .dot .mmd or .md, or pass --format"
+        )
+    if args.format and implied and implied != args.format:
+        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    if args.table is not None:
+        if args.table.suffix.lower() != ".md":
+            raise UsageError(f"--table writes Markdown: name a .md file, not {args.table.name}")
+        if fmt == "markdown":
+            raise UsageError("a .md output already holds the table; leave out --table or write the figure as .svg")
+        if args.table.resolve() == args.output.resolve():
+            raise UsageError("--table and -o name the same file; give the table a name of its own")
+    check_writable(args.output)
+    if args.table is not None:
+        check_writable(args.table)
+    if fmt in graphviz_run.FORMATS:
+        graphviz_run.require_dot(args.output)
+    models = args.models or list(DEFAULT_MODELS)
+    specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
+    graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
+    written = write_families(
+        graphs, args.output, fmt, depth=args.depth, theme=args.theme or "light", table=args.table, warn=_warn
+    )
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def cmd_gallery(args: argparse.Namespace) -> int:
     from bertgraph.gallery import build_gallery
 
@@ -573,6 +636,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report,
     "graph": cmd_graph,
     "onnx": cmd_onnx,
+    "families": cmd_families,
     "gallery": cmd_gallery,
 }
 

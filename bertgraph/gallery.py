@@ -14,7 +14,7 @@ from bertgraph.errors import BertgraphError
 from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
 from bertgraph.graph import cost
 from bertgraph.model import resolve
-from bertgraph.render import mermaid, plot, report, text, write_diagram
+from bertgraph.render import families, mermaid, plot, report, text, write_diagram
 from bertgraph.render.graphviz_run import require_dot
 
 DEPTHS = (1, 2, 3)
@@ -40,6 +40,7 @@ def gallery_files(head: str, plots: bool) -> list[str]:
     if head != "base":
         names += ["bert-compare.svg", "bert-compare.png"]
     names += ["bert.html", "bert-flops.svg", "bert-mermaid.md", "summary.txt", "params.txt", "cost.txt"]
+    names += ["families.svg", "families.md"]
     if plots:
         names.append(report.plot_path(Path("report.md")).name)
     return [*names, "report.md"]
@@ -90,6 +91,9 @@ def build_gallery(
     written.append(
         write_atomic(folder / "cost.txt", "\n".join(text.generate_cost(cost.cost_report(base.graph, sizes))) + "\n")
     )
+    family_graphs = [load(resolve(name, "base"), use_cache=use_cache).graph for name in families.DEFAULT_MODELS]
+    written += families.write_families(family_graphs, folder / "families.svg", "svg", warn=warn)
+    written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn)
     report_path = folder / "report.md"
     plot_name = None
     if plot.available():

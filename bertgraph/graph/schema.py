@@ -32,13 +32,31 @@ Node attributes:
 ``cost_unsupported`` op names with no cost formula (their FLOPs are not in the sums)
 ``call``           (ops) which call of its module the op ran in, when the module runs more
                    than once (ALBERT's one shared layer: calls 1 … 11); absent for the first
+``literals``       (ops) the op's number and flag arguments, by argument position (``"1"``)
+                   or keyword: ``le.Scalar(x, 64)`` → ``{"1": 64}``; sizes named like
+                   ``shape`` (``"seq"``), non-finite floats as ``"inf"``, ``"-inf"``, ``"nan"``
+``attention``      (attention ops: ``scaled_dot_product_attention``, ``softmax``) what the
+                   block attends to: ``bidirectional``, ``causal``, ``sliding-window``,
+                   ``causal-sliding-window`` or ``cross``; :mod:`bertgraph.graph.facts`
+``window``         (attention ops) the window ``w`` of a sliding-window kind: a query sees
+                   keys at most ``w`` positions away (and none after it, when causal)
+``padding_mask``   (attention ops) the model input whose padding the mask applies
+                   (``attention_mask``); absent when no padding mask is applied
+``q_heads``, ``kv_heads``  (attention ops) query heads and key/value heads (fewer when
+                   grouped-query)
 =================  =====================================================================
 
 Views sum the four cost attributes over the ops a node stands for; a folded node counts
 every repeat.
 
-Edges carry ``shape`` and ``dtype`` of the tensor that flows, and ``alias`` when the
-target's output is that tensor's storage.
+Edges carry ``shape`` and ``dtype`` of the tensor that flows, ``alias`` when the
+target's output is that tensor's storage, and (operator level) ``args``: the positions in
+the target's ``inputs`` the tensor fills (``[0, 1]`` for ``mul(x, x)``).
+
+The facts pass (:mod:`bertgraph.graph.facts`) also writes the attention keys into the
+module table entry of each attention block's module, ``calls`` into the entry of a module
+that runs more than once (ALBERT's shared layer: 12), and the graph-level summaries
+``attention_kinds``, ``position_kinds`` and ``shared_modules``.
 """
 
 from __future__ import annotations
@@ -72,10 +90,33 @@ PARAM_BYTES = "param_bytes"
 COST_UNSUPPORTED = "cost_unsupported"
 POLY_ATTRS = (MATMUL_FLOPS, OTHER_FLOPS, ACTIVATION_BYTES)
 CALL = "call"  # op: the module's call it ran in, when the module is called more than once (0 is left out)
+LITERALS = "literals"  # op: {argument position or keyword: number or flag}; sizes named, non-finite as text
+ARGS = "args"  # edge: positions in the target's INPUTS the tensor fills
+# Architecture facts (graph/facts/), on attention ops and on their module's table entry.
+ATTENTION = "attention"  # one of ATTENTION_KINDS
+WINDOW = "window"  # int: the window of a sliding-window kind
+PADDING_MASK = "padding_mask"  # the input name whose padding the mask applies
+Q_HEADS = "q_heads"
+KV_HEADS = "kv_heads"
 # View-only node attributes.
 OWN_OPS = "own_ops"  # the node stands for ops its module runs itself, not in a child
 OPS = "ops"  # op names a view node stands for, in execution order, without repeats
 TENSORS = "tensors"  # edge: how many distinct tensors the edge stands for
+
+# Values of ATTENTION.
+BIDIRECTIONAL = "bidirectional"
+CAUSAL = "causal"
+SLIDING_WINDOW = "sliding-window"  # a query sees keys within the window on both sides
+CAUSAL_SLIDING_WINDOW = "causal-sliding-window"  # … within the window and not after it
+CROSS = "cross"  # keys and values come from another stack
+ATTENTION_KINDS = (BIDIRECTIONAL, CAUSAL, SLIDING_WINDOW, CAUSAL_SLIDING_WINDOW, CROSS)
+
+# Position kinds (graph-level POSITION).
+ABSOLUTE = "absolute"  # a learned table indexed by positions, added to the embeddings
+RELATIVE_BUCKETS = "relative-buckets"  # a learned bias per log-bucket of distance, added to the scores
+RELATIVE = "relative"  # disentangled: queries and keys against relative-position projections, gathered
+ROTARY = "rotary"  # queries and keys rotated by cos/sin of the position
+POSITION_KINDS = (ABSOLUTE, RELATIVE_BUCKETS, RELATIVE, ROTARY)
 
 # Values of KIND.
 INPUT = "input"
@@ -100,6 +141,10 @@ G_FAMILY = "family"  # "bert", "gpt2", "t5", … (bertgraph's family record)
 G_MODEL_TYPE = "model_type"  # the config's model_type ("xlm-roberta")
 G_STRUCTURE = "structure"  # "encoder-only", "decoder-only" or "encoder-decoder"
 G_STACKS = "stacks"  # {layer-list path: "encoder" | "decoder"} ("bert.encoder.layer": "encoder")
+# Architecture facts read off the ops (graph/facts/); a stack path "" holds what is outside every stack.
+G_ATTENTION = "attention_kinds"  # {stack path: {attention label: count}} ({"layers": {"sliding-window(64)": 14, …}})
+G_POSITION = "position_kinds"  # {stack path: [position kinds]}, [] for none
+G_SHARED = "shared_modules"  # {module path: calls} for a module run more than once (ALBERT's layer: 12)
 
 # Keys of a module-table entry (``G.graph[G_MODULES][path]``).
 M_TYPE = "type"  # class name
@@ -107,6 +152,9 @@ M_SIZES = "sizes"  # "768 → 3072"
 # What the module is for: model, embeddings, position, stack, layer, self-attention, cross-attention,
 # feed-forward, norm, pooler or head (bertgraph.model.families.record.ROLES).
 M_ROLE = "role"
+# The attention keys (ATTENTION, WINDOW, PADDING_MASK, Q_HEADS, KV_HEADS) on an attention block's
+# module, and how many times a shared module runs:
+M_CALLS = "calls"
 
 # Attributes stored as JSON text in GraphML, which has no lists or mappings.
 JSON_ATTRS = frozenset(
@@ -124,8 +172,25 @@ JSON_ATTRS = frozenset(
         G_TIED,
         G_VERSIONS,
         G_STACKS,
+        LITERALS,
+        ARGS,
+        G_ATTENTION,
+        G_POSITION,
+        G_SHARED,
     }
 )
+
+
+def attention_label(data: dict[str, Any]) -> str:
+    """The attention kind as readers see it: ``causal``, ``sliding-window(64)``; "" for none.
+
+    ``data`` is an attention op's attributes or its module's table entry.
+    """
+    kind = data.get(ATTENTION)
+    if not isinstance(kind, str):
+        return ""
+    window = data.get(WINDOW)
+    return f"{kind}({window})" if isinstance(window, int) and kind in (SLIDING_WINDOW, CAUSAL_SLIDING_WINDOW) else kind
 
 
 def new_graph(**graph_attrs: Any) -> nx.DiGraph:

@@ -12,8 +12,9 @@ from typing import Any
 
 import networkx as nx
 
+from bertgraph.graph import roles
 from bertgraph.graph import schema as g
-from bertgraph.graph.views import display_levels, display_name, sibling_content
+from bertgraph.graph.views import display_levels, display_name, fold_plan, sibling_content
 
 _CONTAINER_TYPES = frozenset({"ModuleList", "ModuleDict"})
 
@@ -118,7 +119,10 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
 
     Each row: ``path``, ``name`` (``bert``, ``(0-11)``, ``query``), ``type``, ``sizes``,
     ``level`` (indent), ``params`` (all below; a folded row counts every repeat),
-    ``each`` and ``repeat`` (folded rows), ``share`` (of the model total; rows inside a
+    ``each`` and ``repeat`` (folded rows; ``period`` when they are every period-th sibling
+    of a repeating pattern, named ``(1, 4, …, 19)``), ``attention`` (an attention block's kind,
+    where the graph records it), ``calls`` (a module run more than once, like ALBERT's shared
+    layer), ``share`` (of the model total; rows inside a
     folded group count one instance, ``in_fold``), ``shapes`` (outputs) and ``depth``
     (display depth, what ``depth`` filters on).
     """
@@ -133,6 +137,7 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
             children[path.rsplit(".", 1)[0] if "." in path else ""].append(path)
 
     content = sibling_content(graph)  # what each layer runs: the table alone misses a swapped op
+    shared = roles.shared_modules(graph)
     signature_cache: dict[str, str] = {}
 
     def signature(path: str) -> str:
@@ -145,7 +150,7 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
 
     rows: list[dict[str, Any]] = []
 
-    def visit(path: str, name: str, level: int, repeat: int, in_fold: bool) -> None:
+    def visit(path: str, name: str, level: int, repeat: int, in_fold: bool, period: int = 1) -> None:
         info = table.get(path, {})
         params = totals.get(path, 0)
         row: dict[str, Any] = {
@@ -162,20 +167,29 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
         }
         if repeat > 1:
             row.update(each=params, repeat=repeat, share=params * repeat / total if total else 0.0)
+        if period > 1:
+            row["period"] = period  # one of the layers of a repeating pattern: every period-th sibling
+        if shared.get(path, 1) > 1:
+            row["calls"] = shared[path]  # one module run this often: its parameters counted once
+        attention = g.attention_label(info)
+        if attention:
+            row["attention"] = attention
         rows.append(row)
         kids = children[path]
-        index = 0
-        while index < len(kids):
-            end = index
-            if fold and info.get("type") in _CONTAINER_TYPES:
-                while end + 1 < len(kids) and signature(kids[end + 1]) == signature(kids[index]):
-                    end += 1
-            first, last = kids[index].rsplit(".", 1)[-1], kids[end].rsplit(".", 1)[-1]
-            label = f"({first}-{last})" if end > index else kids[index].rsplit(".", 1)[-1]
-            if info.get("type") in _CONTAINER_TYPES and end == index:
-                label = f"({first})"
-            visit(kids[index], label, level + 1, end - index + 1, in_fold or repeat > 1)
-            index = end + 1
+        container = info.get("type") in _CONTAINER_TYPES
+        plan = (
+            fold_plan([signature(kid) for kid in kids]) if fold and container else [(i, 1, 1) for i in range(len(kids))]
+        )
+        for start, period, count in plan:
+            for offset in range(period):
+                members = [kids[start + offset + period * n].rsplit(".", 1)[-1] for n in range(count)]
+                if count == 1:
+                    label = f"({members[0]})" if container else members[0]
+                elif period == 1:
+                    label = f"({members[0]}-{members[-1]})"
+                else:
+                    label = "(" + ", ".join(members if count <= 3 else [*members[:2], "…", members[-1]]) + ")"
+                visit(kids[start + offset], label, level + 1, count, in_fold or repeat > 1, period)
 
     visit("", graph.graph.get(g.G_MODEL_CLASS, ""), 0, 1, False)
     if depth is None:

@@ -3,8 +3,9 @@
 Levels of detail (``level`` below, ``--depth`` on the command line):
 
 0. the whole model as one node;
-1. its parts: embeddings, encoder, pooler, the attention-mask computation, head modules;
-2. their blocks: each encoder layer, the embedding tables, the pooler's dense layer, …;
+1. its parts: embeddings, the layer stacks (encoder, decoder), pooler, the attention-mask
+   computation, head modules (BERT: embeddings → encoder → pooler);
+2. their blocks: each layer, the embedding tables, the pooler's dense layer, …;
 3. the anatomy of a block: every leaf module (Q, K, V, dense, LayerNorm, GELU, …) and the
    computations modules do themselves (scaled dot-product attention, residual adds),
    with pure layout ops (view, transpose, reshape, …) left out;
@@ -68,7 +69,7 @@ LAYOUT_OPS = frozenset(
 )
 
 _INDEX = re.compile(r"^\d+$")
-_INDEX_OR_RANGE = re.compile(r"^\d+(-\d+)?$")  # "3", or "0-11" once siblings are folded
+_INDEX_OR_RANGE = re.compile(r"^\d+(-\d+(/\d+)?)?$")  # "3"; "0-11" or "1-19/3" once siblings are folded
 
 
 # --- module paths and display levels ----------------------------------------------------
@@ -189,7 +190,7 @@ def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
 
     An op whose module is shallower than ``depth`` stays with that module; where the
     module also has children in the view, its own ops become a separate node
-    (``own_ops``), e.g. BertModel's attention-mask computation.
+    (``own_ops``), e.g. the model's own attention-mask computation.
     """
     backbone = graph.graph.get(g.G_BACKBONE, "")
 
@@ -410,10 +411,11 @@ def sibling_content(graph: nx.DiGraph) -> dict[str, str]:
 
     Computed on the operator graph, the digest covers every op below the sibling: op and
     full target, module type and path below the sibling, output shape and dtype, argument
-    shapes, aliasing, parameter count and names, and the wiring — edges inside the sibling with their
-    shapes, inputs from outside (a tensor that feeds only this sibling, like the hidden
-    states passed down the stack, counts by its shape; a tensor several siblings read,
-    like an attention mask, by where it comes from) and which ops are read outside.
+    shapes, aliasing, parameter count and names, attention kind (where recorded), and the
+    wiring — edges inside the sibling with their shapes, inputs from outside (a tensor that
+    feeds only this sibling, like the hidden states passed down the stack, counts by its
+    shape; a tensor several siblings read, like an attention mask, by where it comes from)
+    and which ops are read outside.
     Two siblings with equal digests are interchangeable; their index and parameter names'
     prefix are left out.
     """
@@ -477,6 +479,43 @@ def _members(graph: nx.DiGraph, container: str) -> dict[int, list[str]]:
     return dict(members)
 
 
+# Periods longer than this are not looked for: a stack's layer kinds repeat with a short period
+# (ModernBERT: global attention every third layer).
+MAX_PERIOD = 8
+
+
+def fold_plan(keys: list[Any]) -> list[tuple[int, int, int]]:
+    """How to fold a row of siblings: ``(start, period, count)`` segments covering every index.
+
+    Siblings fold when they are identical (equal ``keys``). A run of one kind is a segment of
+    period 1; kinds that alternate in a fixed pattern (``S S G S S G …``) make a segment whose
+    period is the pattern's length, repeated ``count`` times. At each start the longest cover
+    wins, the shorter period on a tie, so twelve identical layers are one run, never six pairs.
+
+    >>> fold_plan(list("ABBBB"))
+    [(0, 1, 1), (1, 1, 4)]
+    >>> fold_plan(list("ASSGSSGSSG"))
+    [(0, 1, 1), (1, 3, 3)]
+    >>> fold_plan(list("ABAC"))
+    [(0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 1, 1)]
+    """
+    plan = []
+    start = 0
+    while start < len(keys):
+        best = (1, 1)  # period, count
+        for period in range(1, min(MAX_PERIOD, (len(keys) - start) // 2) + 1):
+            count = 1
+            while start + (count + 1) * period <= len(keys) and all(
+                keys[start + count * period + offset] == keys[start + offset] for offset in range(period)
+            ):
+                count += 1
+            if count > 1 and period * count > best[0] * best[1]:
+                best = (period, count)
+        plan.append((start, *best))
+        start += best[0] * best[1]
+    return plan
+
+
 def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) -> nx.DiGraph:
     members = _members(graph, container)
     # A sibling whose content is unknown matches none.
@@ -484,32 +523,35 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
         index: (content.get(f"{container}.{index}", f"unknown {container}.{index}"), digest)
         for index, digest in _signatures(graph, container, members).items()
     }
-    counterpart: dict[str, str] = {}  # node of a folded sibling → node of the first sibling
-    rename: dict[str, int] = {}  # first sibling's node → run length
-    run_ranges: dict[int, tuple[int, int]] = {}
+    counterpart: dict[str, str] = {}  # node of a folded sibling → node of the sibling standing for it
+    rename: dict[str, int] = {}  # standing sibling's node → how many siblings it stands for
+    ranges: dict[int, tuple[int, int, int]] = {}  # standing sibling → (first, last, step)
+    segment: dict[str, tuple[int, int]] = {}  # folded node → (segment start, which period of it)
     indices = sorted(members)
-    start = 0
-    while start < len(indices):
-        end = start
-        while (
-            end + 1 < len(indices)
-            and indices[end + 1] == indices[end] + 1
-            and signatures[indices[end + 1]] == signatures[indices[start]]
-        ):
-            end += 1
-        if end > start:
-            first = indices[start]
-            run_ranges[first] = (first, indices[end])
-            for index in indices[start : end + 1]:
-                for node, rep in zip(members[index], members[first]):
-                    counterpart[node] = rep
-                    rename[rep] = end - start + 1
-        start = end + 1
-    if not run_ranges:
+    # Only consecutive indices fold together: a gap breaks the row.
+    rows: list[list[int]] = []
+    for index in indices:
+        if rows and index == rows[-1][-1] + 1:
+            rows[-1].append(index)
+        else:
+            rows.append([index])
+    for row in rows:
+        for start, period, count in fold_plan([signatures[i] for i in row]):
+            if count == 1:
+                continue
+            for offset in range(period):
+                first = row[start + offset]
+                ranges[first] = (first, row[start + (count - 1) * period + offset], period)
+                for repeat in range(count):
+                    index = row[start + repeat * period + offset]
+                    for node, rep in zip(members[index], members[first]):
+                        counterpart[node] = rep
+                        rename[rep] = count
+                        segment[node] = (row[start], repeat)
+    if not ranges:
         return graph
 
     member_index = {node: index for index, nodes in members.items() for node in nodes}
-    first_of = {node: member_index[rep] for node, rep in counterpart.items()}
     result = nx.DiGraph()
     result.graph.update(graph.graph)
     new_id: dict[str, str] = {}
@@ -525,9 +567,9 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
             continue
         data = dict(graph.nodes[node])
         if node in rename:
-            first, last = run_ranges[member_index[node]]
+            first, last, step = ranges[member_index[node]]
             old = f"{container}.{first}"
-            new = f"{container}.{first}-{last}"
+            new = f"{container}.{first}-{last}" + (f"/{step}" if step > 1 else "")
             data[g.MODULE] = new + data[g.MODULE][len(old) :]
             data[g.REPEAT] = int(data.get(g.REPEAT, 1)) * rename[node]
             data[g.PARAMS] = params[node]
@@ -544,14 +586,14 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
 
     for source, target, data in sorted(graph.edges(data=True), key=lambda e: _edge_order(graph, e)):
         a, b = counterpart.get(source, source), counterpart.get(target, target)
-        sibling_to_sibling = (
-            source in counterpart
-            and target in counterpart
-            and first_of[source] == first_of[target]
-            and member_index[source] != member_index[target]
+        between_siblings = (
+            source in segment
+            and target in segment
+            and segment[source][0] == segment[target][0]
+            and segment[source][1] != segment[target][1]
         )
-        if sibling_to_sibling:
-            continue  # the fold itself stands for the chain of siblings
+        if between_siblings:
+            continue  # the fold itself stands for the chain of siblings (and of periods)
         a, b = new_id[a], new_id[b]
         if a != b and not result.has_edge(a, b):
             result.add_edge(a, b, **data)
@@ -590,6 +632,7 @@ def _signature(
                 [_relative(name, prefix) for name in data.get(g.SHARED_PARAMS, [])],
                 data.get(g.REPEAT, 1),
                 data.get(g.OWN_OPS, False),
+                g.attention_label(data),  # layers attending differently never fold together
             )
         )
         inputs: list[tuple[Any, ...]] = []
@@ -598,8 +641,10 @@ def _signature(
             facts = (str(edge.get(g.SHAPE)), edge.get(g.DTYPE), edge.get(g.ALIAS, False), edge.get(g.TENSORS, 1))
             if source in position:
                 inputs.append(("inside", position[source], facts))
-            elif len({sibling_of.get(n) for n in graph.successors(source)} - {None}) > 1:
-                inputs.append(("shared", source, facts))  # read by several siblings: an attention mask
+            elif len({sibling_of.get(n) for n in graph.successors(source)} - {None, sibling_of.get(source)}) > 1:
+                # Read by several siblings: an attention mask. The sibling a tensor comes from does
+                # not count: a pre-norm layer's last add feeds its own next step and the next layer.
+                inputs.append(("shared", source, facts))
             else:
                 inputs.append(("passed in", facts))  # the hidden states from the sibling before
         parts.append(sorted(inputs, key=repr))

@@ -16,15 +16,15 @@ from typing import Any
 
 import networkx as nx
 
+from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
-from bertgraph.graph import stats
 from bertgraph.graph.views import OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
-from bertgraph.render import figures
-from bertgraph.render.style import KIND_NAMES, node_kind
+from bertgraph.render import figures, style
+from bertgraph.render.style import KIND_NAMES, is_mask_computation, node_kind
 
 BACKBONE = "backbone"
 HEAD = "head"
-_FOLDED = re.compile(r"\.(\d+)-(\d+)(?=\.|:|$)")
+_FOLDED = roles.FOLDED
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Edge:
     source: str
     target: str
     label: str
-    style: str = "data"  # "data", "residual" or "mask"
+    style: str = "data"  # "data", "residual", "mask" or "cross" (the encoder's output into the decoder)
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,16 @@ class Diagram:
     kinds: list[str] = field(default_factory=list)
     compare: bool = False
     scale: str | None = None  # the heat legend's title (annotated diagrams only)
+    kind_names: dict[str, str] = field(default_factory=dict)  # legend names that differ from KIND_NAMES
+
+    def kind_name(self, kind: str) -> str:
+        """The legend's name of a kind (a decoder's layers are decoder layers)."""
+        return self.kind_names.get(kind, KIND_NAMES[kind])
+
+    @property
+    def cross(self) -> bool:
+        """Whether edges carry an encoder's output into a decoder's cross-attention."""
+        return any(edge.style == "cross" for edge in self.edges)
 
     def nodes_by_cluster(self) -> dict[str | None, list[Node]]:
         """Nodes grouped by the innermost cluster they sit in (``None``: outside every cluster)."""
@@ -83,13 +93,7 @@ class Diagram:
         return grouped
 
 
-def lookup_path(path: str) -> str:
-    """The module-table path of a possibly folded path (``layer.0-11.x`` → ``layer.0.x``).
-
-    >>> lookup_path("bert.encoder.layer.0-11.attention")
-    'bert.encoder.layer.0.attention'
-    """
-    return _FOLDED.sub(lambda m: f".{m.group(1)}", path)
+lookup_path = roles.lookup_path
 
 
 def folded_here(path: str) -> bool:
@@ -97,20 +101,50 @@ def folded_here(path: str) -> bool:
 
     >>> folded_here("bert.encoder.layer.0-11"), folded_here("bert.encoder.layer.0-11.attention")
     (True, False)
+    >>> folded_here("model.layers.1-19/3")
+    True
     """
-    return bool(re.search(r"\.\d+-\d+$", path))
+    return bool(re.search(r"\.\d+-\d+(/\d+)?$", path))
 
 
 def repeat_of(path: str) -> int:
     """How many siblings a folded path stands for (1 when not folded).
 
-    >>> repeat_of("bert.encoder.layer.0-11"), repeat_of("bert.pooler")
-    (12, 1)
+    >>> repeat_of("bert.encoder.layer.0-11"), repeat_of("bert.pooler"), repeat_of("model.layers.1-19/3")
+    (12, 1, 7)
     """
     count = 1
     for match in _FOLDED.finditer(path):
-        count *= int(match.group(2)) - int(match.group(1)) + 1
+        count *= (int(match.group(2)) - int(match.group(1))) // int(match.group(3) or 1) + 1
     return count
+
+
+def readable_range(path: str) -> str:
+    """A folded path as a reader says it: ``layers.1-19/3`` → ``layers.1, 4, …, 19``.
+
+    >>> readable_range("layers.1-19/3"), readable_range("layers.1-4/3"), readable_range("layer.0-11")
+    ('layers.1, 4, …, 19', 'layers.1, 4', 'layer.0-11')
+    """
+
+    def spell(match: re.Match[str]) -> str:
+        if not match.group(3):
+            return match.group(0)
+        first, last, step = (int(match.group(i)) for i in (1, 2, 3))
+        every = list(range(first, last + 1, step))
+        shown = every if len(every) <= 3 else [every[0], every[1], "…", every[-1]]
+        return "." + ", ".join(str(i) for i in shown)
+
+    return _FOLDED.sub(spell, path)
+
+
+def _period_of(path: str) -> tuple[int, int, int] | None:
+    """(step, first, last) of the sibling range a periodic fold's path ends in; None for a plain run.
+
+    >>> _period_of("layers.1-19/3"), _period_of("layer.0-11")
+    ((3, 1, 19), None)
+    """
+    match = re.search(r"\.(\d+)-(\d+)/(\d+)$", path)
+    return (int(match.group(3)), int(match.group(1)), int(match.group(2))) if match else None
 
 
 # --- labels -----------------------------------------------------------------------------
@@ -145,27 +179,34 @@ _DESCRIPTIVE_TITLES = frozenset(
         "add",
         "add (residual)",
         "select [CLS]",
+        "select first token",
         "position ids",
     }
 )
 
 
-def _own_ops_title(data: dict[str, Any]) -> str:
-    """A name for the computation a module does itself, from the ops it runs."""
+# Ops that make index tensors: a model's own position ids are built from these alone.
+_INDEX_OPS = frozenset({"arange", "add", "unsqueeze", "expand", "view", "slice"})
+
+
+def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
+    """A name for the computation a module does itself, from its role and the ops it runs."""
     ops = [op for op in data.get(g.OPS, []) if op]
-    module_type = data.get(g.MODULE_TYPE, "")
     if "scaled_dot_product_attention" in ops:
         return "scaled dot-product attention"
-    if module_type == "BertModel" or {"index", "expand", "ge", "new_ones"} & set(ops):
+    if role in (roles.MODEL, roles.STACK) and is_mask_computation(ops):
         return "attention mask"
-    if ops == ["add"] and module_type == "BertEmbeddings":
+    if ops == ["add"] and role == roles.EMBEDDINGS:
         return "sum of embeddings"
     if ops == ["add"]:
         return "add"
     if ops == ["select"]:
-        return "select [CLS]"
-    if ops and set(ops) <= {"slice"}:
+        # BERT's first token is [CLS]; other families name it otherwise (<s>, …).
+        return "select [CLS]" if family == "bert" else "select first token"
+    if ops and set(ops) <= {"slice"} and role in (roles.EMBEDDINGS, roles.POSITION, roles.MODEL):
         return "position ids"
+    if "arange" in ops and set(ops) <= _INDEX_OPS and data.get(g.DTYPE) == "int64" and role == roles.MODEL:
+        return "position ids"  # 0 … seq-1 (plus the cache offset) for rotary or learned positions
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
 
 
@@ -177,6 +218,22 @@ class _Labeller:
         self.shown = shown
         self.backbone = graph.graph.get(g.G_BACKBONE, "")
         self.modules = stats.module_table(graph)
+        self.family = str(graph.graph.get(g.G_FAMILY, ""))
+        self.shared = roles.shared_modules(graph)
+        self.attention: dict[str, list[str]] = {}
+
+    def adds_embeddings(self, node_id: str) -> bool:
+        """Whether every input of a view node comes from an embedding table."""
+        sources = [self.shown.nodes[s].get(g.MODULE, "") for s in self.shown.predecessors(node_id)]
+        kinds = {roles.role_of(self.graph, source) for source in sources}
+        return len(sources) > 1 and kinds <= {roles.EMBEDDINGS, roles.POSITION}
+
+    def attention_of(self, module: str) -> list[str]:
+        """Attention kinds at or below ``module`` (memoised: the module table is walked once per path)."""
+        key = lookup_path(module)
+        if key not in self.attention:
+            self.attention[key] = roles.attention_labels(self.graph, key)
+        return self.attention[key]
 
     def info(self, path: str) -> dict[str, Any]:
         return dict(self.modules.get(lookup_path(path), {}))
@@ -188,10 +245,17 @@ class _Labeller:
             return self.graph.graph.get(g.G_MODEL_CLASS, "model") if not path else display_name(path, self.backbone)
         parent = display_name(levels[-2], self.backbone) if len(levels) > 1 else ""
         name = display_name(path, self.backbone)
-        return name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
+        short = name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
+        return readable_range(short)
 
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
-        kind = node_kind(data, self.backbone)
+        role = roles.role_of(self.graph, data.get(g.MODULE, ""))
+        base_kind = node_kind(data, role)
+        labels = self.attention_of(data.get(g.MODULE, "")) if base_kind in ("attention", "block") else []
+        if data.get(g.KIND) == g.OPERATOR and g.attention_label(data):
+            labels = [g.attention_label(data)]
+        attention = f"{' + '.join(labels)} attention" if labels else ""
+        kind = style.attention_kind(base_kind, labels)
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
         params = int(data.get(g.PARAMS, 0))
@@ -214,11 +278,14 @@ class _Labeller:
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
-            if data.get(g.OP) == "slice" and data.get(g.MODULE_TYPE) == "BertEmbeddings":
+            if data.get(g.OP) == "select" and self.family != "bert":
+                title = "select"  # BERT's pooler picks [CLS]; elsewhere a select is only a select
+            if data.get(g.OP) == "slice" and role in (roles.EMBEDDINGS, roles.POSITION):
                 title = "position ids"
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
             lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
+            lines += [attention] if attention else []
             tooltip = f"{data.get(g.TARGET, data.get(g.OP, ''))} in {display_name(module, self.backbone) or 'model'}"
             tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
             if params:
@@ -226,10 +293,13 @@ class _Labeller:
             return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
-            title = _own_ops_title(data)
+            title = _own_ops_title(data, role, self.family)
+            if set(ops) <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id):
+                title = "sum of embeddings"  # GPT-2's token and position embeddings, added by the model
             if residual_target and title == "add":
                 title = "add (residual)"
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
+            lines += [attention] if attention else []
             tooltip = (
                 f"operations of {display_name(module, self.backbone) or 'the model'} "
                 f"({data.get(g.MODULE_TYPE, '')}): {', '.join(ops)}\noutput {shape_text}"
@@ -238,23 +308,42 @@ class _Labeller:
         info = self.info(module)
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
         type_line = module_type + (f" × {repeat}" if repeat > 1 else "")
+        calls = self.shared.get(lookup_path(module), 1)
+        if calls > 1:
+            type_line = f"{module_type} × {calls} · shared weights"
         if info.get("sizes") and info.get("type") not in ("ModuleList",):
             type_line += f" {info['sizes']}"
-        module_lines = (type_line, _params_line(params, repeat), shape_text)
+        params_line = _params_line(params, repeat) + (f", run {calls} times" if calls > 1 and params else "")
+        module_lines = [type_line, params_line, shape_text]
+        period = _period_of(module) if is_fold_root else None
+        if period:
+            module_lines.insert(1, f"a pattern of {period[0]} layers, repeated")
+        module_lines += [attention] if attention else []
         tooltip = f"{display_name(module, self.backbone) or 'model'} ({module_type})"
-        if repeat > 1:
+        if calls > 1:
+            tooltip += f"\none module run {calls} times: its parameters are counted once"
+        if repeat > 1 and period:
+            tooltip += f"\n{repeat} identical layers, one in every {period[0]}, folded into one"
+        elif repeat > 1:
             tooltip += f"\n{repeat} identical layers folded into one"
             tooltip += f"\n{figures.count(params // repeat)} parameters each, {figures.count(params)} in all"
         else:
             tooltip += f"\n{figures.count(params)} parameters"
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
-        return Node(node_id, self.short_name(module), module_lines, tooltip + fold_note, kind, "module")
+        return Node(node_id, self.short_name(module), tuple(module_lines), tooltip + fold_note, kind, "module")
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
         repeat = repeat_of(path)
         title = f"{self.short_name(path)} · {info.get('type', '')}"
-        if folded_here(path):
+        calls = self.shared.get(lookup_path(path), 1)
+        if calls > 1:
+            title += f" × {calls} · shared weights"
+        period = _period_of(path) if folded_here(path) else None
+        if period:
+            title += f" × {repeat} (a pattern of {period[0]} layers, repeated)"
+            title += f" · {figures.short(params // repeat)} params each"
+        elif folded_here(path):
             title += f" × {repeat} · {figures.short(params // repeat)} params each"
         elif params:
             title += f" · {figures.short(params // repeat)} params"
@@ -348,8 +437,14 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     is_add = data.get(g.OP) == "add" or (data.get(g.OWN_OPS) and [o for o in data.get(g.OPS, []) if o] == ["add"])
     if not is_add or shown.nodes[source].get(g.KIND) == g.INPUT:
         return False
-    if data.get(g.MODULE_TYPE) == "BertEmbeddings":
-        return False
+    target_role = roles.role_of(shown, data.get(g.MODULE, ""))
+    if target_role == roles.EMBEDDINGS:
+        return False  # the embeddings' sum adds tables, not a skip connection
+    if target_role == roles.LAYER and data.get(g.OWN_OPS):
+        # A pre-norm layer adds a sub-block's output to what bypassed it: the edge that does
+        # not come from attention or the feed-forward block is the skip connection.
+        source_role = roles.role_of(shown, shown.nodes[source].get(g.MODULE, ""))
+        return source_role not in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION, roles.FEED_FORWARD)
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
 
 
@@ -447,7 +542,7 @@ def build_diagram(
         params = cluster_params.get(key, 0)
         if cluster.role == BACKBONE:
             name = f"{backbone} ({backbone_type})" if backbone else backbone_type
-            structure = graph.graph.get(g.G_STRUCTURE, "encoder-only")  # ONNX files do not say: BERT's
+            structure = roles.structure(graph)
             title = f"{structure} backbone · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
             title = f"task head · {graph.graph.get(g.G_HEAD, '')} · {_params_line(params, 1)}"
@@ -464,11 +559,16 @@ def build_diagram(
         )
 
     position = {node_id: index for index, node_id in enumerate(order)}
+    side = {node: roles.stack_side(graph, shown.nodes[node].get(g.MODULE, "")) for node in order}
+    layer_names = {roles.ENCODER_ONLY: "encoder layer", "decoder-only": "decoder layer"}
+    diagram.kind_names["block"] = layer_names.get(roles.structure(graph), "layer")
     for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
         label = figures.shape(data.get(g.SHAPE, []))
         if int(data.get(g.TENSORS, 1)) > 1:
             label += f" ×{data[g.TENSORS]}"
         style = "residual" if _is_residual(shown, source, target) else "mask" if data.get(g.DTYPE) == "bool" else "data"
+        if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
+            style, label = "cross", f"cross-attention {label}"
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
 
     if has_head and depth > 0:
@@ -527,4 +627,5 @@ def build_comparison(
     present = {node.kind for node in combined.nodes if node.heat is None}
     combined.kinds = [kind for kind in KIND_NAMES if kind in present]
     combined.scale = left.scale
+    combined.kind_names = dict(left.kind_names)
     return combined

@@ -86,7 +86,13 @@ def _legend(diagram: Diagram, colours: dict[str, Any], ident: str) -> str:
         palette = colours["kinds"][kind]
         rows.append(
             f'<tr><td bgcolor="{palette.fill}" color="{palette.border}" border="1" width="18"> </td>'
-            f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(style.KIND_NAMES[kind])}'
+            f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(diagram.kind_name(kind))}'
+            "</font></td></tr>"
+        )
+    if diagram.cross:
+        rows.append(
+            f'<tr><td bgcolor="{colours["kinds"]["attention-cross"].border}" border="0" height="3"> </td>'
+            f'<td align="left"><font point-size="10" color="{colours["text"]}">encoder output into cross-attention'
             "</font></td></tr>"
         )
     if diagram.compare:
@@ -181,6 +187,8 @@ def generate_lines(
             attrs.update({"style": "dashed", label_key: f" residual {edge.label} "})
         elif edge.style == "mask":
             attrs["style"] = "dotted"
+        elif edge.style == "cross":
+            attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border, "constraint": "false"})
         suffix = f" {_attrs(**attrs)}" if attrs else ""
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:

@@ -25,7 +25,7 @@ MAX_EDGES = 500
 MAX_TEXT = 50_000
 
 _SHAPES = {"module": ('["', '"]'), "op": ('(["', '"])'), "io": ('[/"', '"/]')}
-_ARROWS = {"data": "-->", "residual": "-.->", "mask": "-.->"}
+_ARROWS = {"data": "-->", "residual": "-.->", "mask": "-.->", "cross": "==>"}
 
 
 class MermaidResult(NamedTuple):
@@ -81,7 +81,10 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
     if diagram.kinds or diagram.scale:
         yield f'  subgraph {cluster_id("legend")}["legend"]'
         for kind in diagram.kinds:
-            yield f'    {node_id("legend " + kind)}["{mermaid_text(style.KIND_NAMES[kind])}"]'
+            yield f'    {node_id("legend " + kind)}["{mermaid_text(diagram.kind_name(kind))}"]'
+        if diagram.cross:
+            cross = mermaid_text("thick arrows: encoder output into cross-attention")
+            yield f'    {node_id("legend cross")}["{cross}"]'
         if diagram.compare:
             yield f'    {node_id("legend highlight")}["only in this variant"]'
         if diagram.scale:
@@ -105,6 +108,8 @@ def _class_lines(diagram: Diagram, colours: dict[str, Any], node_id: Any) -> Ite
         members[f"k_{kind.replace('-', '_')}"].append(node_id("legend " + kind))
     if diagram.compare:
         members["k_other_hl"].append(node_id("legend highlight"))
+    if diagram.cross:
+        members["k_attention_cross"].append(node_id("legend cross"))
     if diagram.scale:
         for index in range(len(HEAT_LABELS)):
             members[f"h_{index}"].append(node_id(f"legend heat {index}"))

@@ -65,6 +65,33 @@ def generate_cost_lines(
         yield ""
 
 
+def generate_kind_lines(graph: nx.DiGraph, total: int) -> Iterable[str]:
+    """The report's "Architecture kind" section: the model's row of the families table, in words."""
+    from bertgraph.graph.kinds import architecture_kind
+    from bertgraph.render.families import attention_text
+
+    kind = architecture_kind(graph, total)
+    stacks = kind["stacks"]
+    yield "### Architecture kind"
+    yield ""
+    if not stacks:
+        yield f"**{md(kind['structure'])}**; the graph records no layer stacks."
+        yield ""
+        return
+    parts = []
+    for stack in stacks:
+        attention = f", attention {md(attention_text(stack))}" if stack["attention"] else ""
+        parts.append(f"{md(stack['kind'])} stack `{md(stack['name'])}`: {stack['layers']} layers{attention}")
+    hidden = f"; hidden size {figures.count(kind['hidden'])}" if kind["hidden"] else ""
+    position = f"; positions: {md(', '.join(kind['position']))}" if kind["position"] else ""
+    yield f"**{md(kind['structure'])}** — " + "; ".join(parts) + hidden + position + "."
+    if kind["uses"]:
+        yield f"Typically used for {md(kind['uses'])}."
+    yield ""
+    yield "Read off the traced graph, as the rows of `bertgraph families` are."
+    yield ""
+
+
 def generate_report_lines(
     graph: nx.DiGraph,
     base: nx.DiGraph | None = None,
@@ -104,6 +131,7 @@ def generate_report_lines(
     yield diagram.text.rstrip("\n")
     yield "```"
     yield ""
+    yield from generate_kind_lines(graph, stats["total"])
     yield "## Parameters"
     yield ""
     yield from markdown.generate_param_groups(stats)

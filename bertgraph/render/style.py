@@ -1,15 +1,16 @@
 """What kind of thing a node is, and the colours each theme gives that kind.
 
-Kinds are decided from module types, paths and ops alone, so the same node gets the
-same colour in every format and every run.
+Kinds are decided from the role of a node's module (:mod:`bertgraph.graph.roles`) and its
+ops, never from class names, so the same node gets the same colour in every format, every
+family and every run.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from bertgraph.graph import roles
 from bertgraph.graph import schema as g
-from bertgraph.graph.views import in_backbone
 
 
 class Palette(NamedTuple):
@@ -23,6 +24,10 @@ KIND_NAMES: dict[str, str] = {
     "io": "input / output",
     "embedding": "embedding",
     "attention": "attention",
+    "attention-bidirectional": "bidirectional attention",
+    "attention-causal": "causal attention",
+    "attention-sliding": "sliding-window attention",
+    "attention-cross": "cross-attention",
     "feed-forward": "feed-forward",
     "normalisation": "normalisation",
     "block": "encoder layer",
@@ -48,6 +53,10 @@ THEMES: dict[str, dict[str, Any]] = {
             "io": Palette("#ffffff", "#6e7781", "#1f2328"),
             "embedding": Palette("#ddf4ff", "#0969da", "#0a3069"),
             "attention": Palette("#fbefff", "#8250df", "#3e1f79"),
+            "attention-bidirectional": Palette("#f3e8ff", "#6f42c1", "#2e1065"),
+            "attention-causal": Palette("#ffe4e8", "#cf222e", "#5c0011"),
+            "attention-sliding": Palette("#fff0d6", "#d4760a", "#4a2600"),
+            "attention-cross": Palette("#d6f5ff", "#0a7ea4", "#003a4d"),
             "feed-forward": Palette("#dafbe1", "#1a7f37", "#044f1e"),
             "normalisation": Palette("#fff8c5", "#9a6700", "#4d2d00"),
             "block": Palette("#eaeef2", "#424a53", "#1f2328"),
@@ -82,6 +91,10 @@ THEMES: dict[str, dict[str, Any]] = {
             "io": Palette("#0d1117", "#8d96a0", "#e6edf3"),
             "embedding": Palette("#0c2d6b", "#4493f8", "#cae8ff"),
             "attention": Palette("#2e1a5c", "#ab7df8", "#ecdeff"),
+            "attention-bidirectional": Palette("#271447", "#a371f7", "#efe5ff"),
+            "attention-causal": Palette("#4a1118", "#f85149", "#ffdcd7"),
+            "attention-sliding": Palette("#3d2607", "#e3922f", "#ffe9c7"),
+            "attention-cross": Palette("#0b3343", "#39c5f0", "#d3f4ff"),
             "feed-forward": Palette("#0f3d1e", "#3fb950", "#d2fedb"),
             "normalisation": Palette("#3d2e00", "#d29922", "#fff8c5"),
             "block": Palette("#21262d", "#8d96a0", "#e6edf3"),
@@ -124,48 +137,89 @@ def cluster_look(role: str, highlight: bool, colours: dict[str, Any]) -> tuple[s
     return fill, border, width
 
 
-def node_kind(data: dict[str, Any], backbone: str) -> str:
-    """The colour kind of a view node.
+# The colour kind of each attention kind (graph/schema.py ATTENTION_KINDS): a causal window is a window.
+ATTENTION_COLOURS = {
+    g.BIDIRECTIONAL: "attention-bidirectional",
+    g.CAUSAL: "attention-causal",
+    g.SLIDING_WINDOW: "attention-sliding",
+    g.CAUSAL_SLIDING_WINDOW: "attention-sliding",
+    g.CROSS: "attention-cross",
+}
 
-    >>> node_kind({"kind": "module", "module": "classifier", "module_type": "Linear"}, "bert")
+
+def attention_kind(kind: str, labels: list[str]) -> str:
+    """``kind`` refined by the attention kinds a node has (labels like ``sliding-window(64)``).
+
+    An attention block takes its kind's colour; a layer takes the colour of its self-attention
+    (its cross-attention shows as the edges from the encoder). Without labels nothing changes.
+
+    >>> attention_kind("attention", ["cross"]), attention_kind("block", ["causal", "cross"])
+    ('attention-cross', 'attention-causal')
+    >>> attention_kind("block", []), attention_kind("feed-forward", ["causal"])
+    ('block', 'feed-forward')
+    """
+    if kind not in ("attention", "block") or not labels:
+        return kind
+    kinds = [label.split("(", 1)[0] for label in labels]
+    own = [k for k in kinds if k != g.CROSS] or kinds
+    return ATTENTION_COLOURS.get(own[0], kind)
+
+
+def node_kind(data: dict[str, Any], role: str) -> str:
+    """The colour kind of a view node whose module plays ``role`` (see :mod:`bertgraph.graph.roles`).
+
+    >>> node_kind({"kind": "module", "module": "classifier", "module_type": "Linear"}, "head")
     'head'
-    >>> node_kind({"kind": "module", "module": "bert.encoder.layer.0-11.attention.output.LayerNorm",
-    ...            "module_type": "LayerNorm"}, "bert")
+    >>> node_kind({"kind": "module", "module": "h.0-11.ln_1", "module_type": "LayerNorm"}, "norm")
     'normalisation'
-    >>> node_kind({"kind": "op", "module": "bert.encoder.layer.0.output", "op": "add"}, "bert")
+    >>> node_kind({"kind": "op", "module": "encoder.layer.0.output", "op": "add"}, "feed-forward")
     'feed-forward'
     """
     if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
         return "io"
-    module = data.get(g.MODULE, "")
-    if not in_backbone(module, backbone):
+    if role == roles.HEAD:
         return "head"
-    module_type = data.get(g.MODULE_TYPE, "")
     ops = (set(data.get(g.OPS, [])) | {data.get(g.OP, "")}) - {""}
-    if module_type == "LayerNorm" or (ops and ops <= {"layer_norm", "LayerNormalization"}):
+    if role == roles.NORM or (ops and ops <= NORM_OPS):
         return "normalisation"
-    parts = module.split(".")
-    computes = data.get(g.KIND) == g.OPERATOR or data.get(g.OWN_OPS)
-    if "embeddings" in parts or module_type in ("Embedding", "BertEmbeddings"):
+    computes = data.get(g.KIND) == g.OPERATOR or bool(data.get(g.OWN_OPS))
+    if role in (roles.EMBEDDINGS, roles.POSITION):
         return "embedding"
-    if module_type in ("BertLayer", "BertEncoder"):
-        return "block"
-    if "attention" in parts or (computes and "scaled_dot_product_attention" in ops):
+    if role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION) or (computes and "scaled_dot_product_attention" in ops):
         return "attention"
-    if "intermediate" in parts or _is_layer_output(parts):
+    if role in (roles.STACK, roles.LAYER):
+        return "mask" if computes and is_mask_computation(ops) else "block"
+    if role == roles.FEED_FORWARD:
         return "feed-forward"
-    if "pooler" in parts:
+    if role == roles.POOLER:
         return "pooling"
-    if "encoder" in parts:
-        return "block"
-    if computes:
-        return "mask" if module_type in ("BertModel", "") and module in (backbone, "") else "other"
+    if computes and role == roles.MODEL:
+        # What a model computes itself is its attention mask (BERT's root runs nothing else); a
+        # merged group says so through its ops (ModernBERT's root also makes position ids).
+        return "mask" if data.get(g.KIND) == g.OPERATOR or is_mask_computation(ops) else "other"
     return "other"
 
 
-def _is_layer_output(parts: list[str]) -> bool:
-    """``…layer.3.output…`` is the feed-forward output (``attention.output`` is not)."""
-    return any(parts[i] == "output" and parts[i - 1] != "attention" for i in range(1, len(parts)))
+# Ops that normalise (a norm module of its own, or one computed in place).
+NORM_OPS = frozenset({"layer_norm", "LayerNormalization", "rms_norm", "SimplifiedLayerNormalization"})
+# Ops only a mask computation runs (comparisons and boolean logic on index tensors, the expanded
+# padding mask); a model's own ops that include any of them build the attention mask.
+_MASK_OPS = frozenset(
+    {"index", "expand", "ge", "le", "lt", "gt", "new_ones", "and", "or", "bitwise_and", "bitwise_or"}
+    # the same in an ONNX file
+    | {"GreaterOrEqual", "LessOrEqual", "Greater", "Less", "And", "Or", "GatherND"}
+)
+
+
+def is_mask_computation(ops: set[str] | list[str]) -> bool:
+    """Whether the ops a model or stack runs itself build an attention mask.
+
+    >>> is_mask_computation(["slice", "unsqueeze", "to", "rsub", "mul"]), is_mask_computation(["add"])
+    (False, False)
+    >>> is_mask_computation(["arange", "le", "index"]), is_mask_computation(["Range", "GreaterOrEqual", "And"])
+    (True, True)
+    """
+    return bool(_MASK_OPS & set(ops))
 
 
 # Which SVG paint each palette entry becomes in Graphviz's output: fills of shapes, strokes

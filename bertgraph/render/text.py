@@ -83,9 +83,12 @@ def _tree_prefix(rows: list[dict[str, Any]], index: int) -> str:
 
 def module_label(row: dict[str, Any]) -> str:
     name = row["name"]
+    attention = f" · {row['attention']} attention" if row.get("attention") else ""
+    if row.get("calls"):
+        attention = f" × {row['calls']} · shared weights{attention}"
     if row.get("repeat", 1) > 1:
-        return f"{name}: {row['repeat']} × {row['type']}"
-    return name if row["level"] == 0 else f"{name}: {row['type']}"
+        return f"{name}: {row['repeat']} × {row['type']}{attention}"
+    return name if row["level"] == 0 else f"{name}: {row['type']}{attention}"
 
 
 def generate_summary(summary: dict[str, Any]) -> Iterable[str]:

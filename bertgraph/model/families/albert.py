@@ -120,4 +120,5 @@ FAMILY = Family(
     activation="hidden_act",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="a BERT with one shared layer and factorised embeddings: the same tasks with few parameters",
 )

@@ -140,4 +140,5 @@ FAMILY = Family(
     activation="activation_function",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="text to text with a denoising encoder: summarisation, translation, generation",
 )

@@ -167,4 +167,5 @@ FAMILY = Family(
     activation="hidden_act",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="understanding text: classification, token tagging, extractive QA, embeddings",
 )

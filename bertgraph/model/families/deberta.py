@@ -72,4 +72,5 @@ FAMILY = Family(
     attention="eager",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="understanding text with disentangled relative attention: classification, QA, NLI",
 )

@@ -98,4 +98,5 @@ FAMILY = Family(
     activation="activation",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="a smaller, faster BERT distilled from it: the same tasks on less compute",
 )

@@ -90,4 +90,5 @@ FAMILY = Family(
     activation="hidden_act",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="an encoder pre-trained to spot replaced tokens: classification, tagging, QA",
 )

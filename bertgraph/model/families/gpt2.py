@@ -120,4 +120,5 @@ FAMILY = Family(
     activation="activation_function",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="generating text, left to right: completion, language modelling",
 )

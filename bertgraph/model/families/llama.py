@@ -175,4 +175,5 @@ FAMILY = Family(
     head_dim="head_dim",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="generating text: chat, instruction following, code (LLaMA, Qwen)",
 )

@@ -118,4 +118,5 @@ FAMILY = Family(
     activation="hidden_activation",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="a long-context encoder (8,192 tokens): retrieval, classification, code",
 )

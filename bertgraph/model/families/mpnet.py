@@ -74,4 +74,5 @@ FAMILY = Family(
     attention="eager",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="sentence embeddings and semantic search (all-mpnet-base-v2), classification",
 )

@@ -168,7 +168,7 @@ class Family:
             where the family has no other).
         presets: preset name → published config.json (with ``model_type``).
         hub_ids: hub id → preset name.
-        published: preset name → (head, parameter total the model card or paper gives).
+        uses: what models of the family are typically used for (the families table's last column).
     """
 
     name: str
@@ -187,6 +187,7 @@ class Family:
     attention: str = "sdpa"
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     hub_ids: Mapping[str, str] = field(default_factory=dict)
+    uses: str = ""
 
     # --- classes ------------------------------------------------------------------------------
     def class_name(self, model_type: str, head: str) -> str:

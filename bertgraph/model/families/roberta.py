@@ -129,4 +129,5 @@ FAMILY = Family(
     activation="hidden_act",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="understanding text (BERT trained longer): classification, tagging, QA; XLM-R and CamemBERT: other languages",
 )

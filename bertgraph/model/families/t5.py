@@ -150,4 +150,5 @@ FAMILY = Family(
     head_dim="d_kv",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
+    uses="text to text: translation, summarisation, question answering (mT5: many languages)",
 )
