@@ -145,6 +145,9 @@ def _cost_problem(data: dict[str, Any]) -> str | None:
         return "malformed argument shapes"
     if g.ALIAS in data and not isinstance(data[g.ALIAS], bool):
         return "a malformed alias flag"
+    literals = data.get(g.LITERALS, {})
+    if not (isinstance(literals, dict) and all(isinstance(v, (int, float, str)) for v in literals.values())):
+        return "malformed literal arguments"
     if g.PARAM_BYTES in data and not _is_int(data[g.PARAM_BYTES]):
         return "malformed parameter bytes"
     for key in g.POLY_ATTRS:
@@ -171,6 +174,8 @@ def _edge_problem(graph: nx.DiGraph) -> str | None:
     for source, target, data in graph.edges(data=True):
         if not _is_shape(data.get(g.SHAPE)) or not isinstance(data.get(g.DTYPE), str):
             return f"edge {source!r} → {target!r} has a malformed shape or dtype"
+        if g.ARGS in data and not (isinstance(data[g.ARGS], list) and all(_is_int(i) for i in data[g.ARGS])):
+            return f"edge {source!r} → {target!r} has malformed argument positions"
     return None
 
 

@@ -28,7 +28,7 @@ with a whole coefficient, or one of them plus or minus a small constant — othe
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
@@ -242,10 +242,22 @@ def name_dims_once(graph: nx.DiGraph, sizes: dict[str, int], known: frozenset[in
             result.append(cache[size])
         return result
 
+    def literal(value: Any) -> Any:
+        # An argument that reads as a dimension is named; any other number (a dim index, a window) stays.
+        if type(value) is not int:
+            return value
+        try:
+            found = reading(value)
+        except DimsError:
+            return value
+        return found if isinstance(found, str) else value
+
     for _, data in graph.nodes(data=True):
         data[g.SHAPE] = named(data.get(g.SHAPE, []))
         if g.INPUTS in data:
             data[g.INPUTS] = [named(shape) for shape in data[g.INPUTS]]
+        if g.LITERALS in data:
+            data[g.LITERALS] = {key: literal(value) for key, value in data[g.LITERALS].items()}
     for _, _, data in graph.edges(data=True):
         data[g.SHAPE] = named(data.get(g.SHAPE, []))
     return graph
@@ -302,6 +314,32 @@ def name_dims(one: nx.DiGraph, two: nx.DiGraph, first: dict[str, int], second: d
             raise DimsError(f"{node} reads other tensors in the two traces")
         if g.INPUTS in data:
             data[g.INPUTS] = [named(a, b) for a, b in zip(inputs, other_inputs)]
+        if g.LITERALS in data or g.LITERALS in other:
+            data[g.LITERALS] = _named_literals(node, data.get(g.LITERALS, {}), other.get(g.LITERALS, {}), named)
     for source, target, data in one.edges(data=True):
-        data[g.SHAPE] = named(data.get(g.SHAPE, []), two.edges[source, target].get(g.SHAPE, []))
+        other_edge = two.edges[source, target]
+        if data.get(g.ARGS) != other_edge.get(g.ARGS):
+            raise DimsError(f"{source} fills other arguments of {target} in the two traces")
+        data[g.SHAPE] = named(data.get(g.SHAPE, []), other_edge.get(g.SHAPE, []))
     return one
+
+
+def _named_literals(
+    node: str,
+    one: dict[str, Any],
+    two: dict[str, Any],
+    named: Callable[[list[int], list[int]], list[int | str]],
+) -> dict[str, Any]:
+    """An op's literal arguments with the sizes among them named (``arange(7)``, ``arange(13)`` → ``seq``)."""
+    if one.keys() != two.keys():
+        raise DimsError(f"{node} takes other arguments in the two traces")
+    result = {}
+    for key, value in one.items():
+        other = two[key]
+        if type(value) is int and type(other) is int:
+            result[key] = named([value], [other])[0]
+        elif type(value) is not type(other) or value != other:
+            raise DimsError(f"{node} has argument {key} {value!r} in one trace and {other!r} in the other")
+        else:
+            result[key] = value
+    return result

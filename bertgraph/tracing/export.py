@@ -12,6 +12,7 @@ dynamic-shape export as the last fallback.
 from __future__ import annotations
 
 import linecache
+import math
 import operator
 import re
 import sys
@@ -295,6 +296,9 @@ def graph_from_program(
             g.ORDER: order,
             g.INPUTS: [_facts(argument.meta.get("val"), symbols).shape for argument in arguments],
         }
+        literals = _literals(node, symbols)
+        if literals:
+            attrs[g.LITERALS] = literals
         if shared:
             attrs[g.SHARED_PARAMS] = shared
         if call:
@@ -308,6 +312,9 @@ def graph_from_program(
             if source.name in kept and kept[source.name] != node.name:
                 facts_in = edge_facts[source.name]
                 edge: dict[str, Any] = {g.SHAPE: facts_in.shape, g.DTYPE: facts_in.dtype}
+                positions = [i for i, argument in enumerate(arguments) if kept.get(argument.name) == kept[source.name]]
+                if positions:
+                    edge[g.ARGS] = positions
                 if aliased is not None and kept.get(aliased.name) == kept[source.name]:
                     edge[g.ALIAS] = True
                 graph.add_edge(kept[source.name], node.name, **edge)
@@ -384,6 +391,26 @@ def _tensor_arguments(node: Node) -> list[Node]:
 
     visit(node.args)
     visit(list(node.kwargs.values()))
+    return found
+
+
+def _literals(node: Node, symbols: dict[Any, str]) -> dict[str, int | float | bool | str]:
+    """The op's number and flag arguments by position (``"1"``) or keyword, JSON-safe.
+
+    A size is named like a shape's dimension: a dynamic export passes it as a symbolic
+    number (``seq``), a static one as a plain number that :mod:`~bertgraph.tracing.dims`
+    names. Tensors are edges, and lists, dtypes and devices are left out.
+    """
+    found: dict[str, int | float | bool | str] = {}
+    items: list[tuple[str, Any]] = [(str(i), a) for i, a in enumerate(node.args)] + list(node.kwargs.items())
+    for key, argument in items:
+        value = argument.meta.get("val") if hasattr(argument, "meta") else argument
+        if isinstance(value, int):  # bool included
+            found[key] = value
+        elif isinstance(value, float):
+            found[key] = value if math.isfinite(value) else str(value)
+        elif type(value).__name__ == "SymInt":
+            found[key] = _dim(value, symbols)
     return found
 
 
