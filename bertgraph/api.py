@@ -176,10 +176,11 @@ def load(spec: ModelSpec, *, use_cache: bool = True) -> Architecture:
         cached = cache.load(spec)
         if cached is not None:
             return Architecture(cached)
+    from bertgraph.graph import facts
     from bertgraph.graph.cost import annotate
     from bertgraph.tracing import trace as trace_spec
 
-    graph = annotate(trace_spec(spec))
+    graph = facts.annotate(annotate(trace_spec(spec)))
     if use_cache:
         cache.store(spec, graph)
     return Architecture(graph)
@@ -218,7 +219,8 @@ def read_onnx(path: str | Path) -> Architecture:
     Raises:
         OnnxError: a missing, unreadable or non-ONNX file (one line).
     """
+    from bertgraph.graph import facts
     from bertgraph.graph.cost import annotate
     from bertgraph.onnx.read import read_onnx_graph
 
-    return Architecture(annotate(read_onnx_graph(path)))
+    return Architecture(facts.annotate(annotate(read_onnx_graph(path))))

@@ -14,6 +14,7 @@ import networkx as nx
 
 from bertgraph.graph import roles
 from bertgraph.graph import schema as g
+from bertgraph.graph.facts.summary import architecture
 from bertgraph.graph.views import display_levels, display_name, fold_plan, sibling_content
 
 _CONTAINER_TYPES = frozenset({"ModuleList", "ModuleDict"})
@@ -208,6 +209,7 @@ def summary(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> d
         "trainable": totals["trainable"],
         "example": dict(graph.graph.get(g.G_EXAMPLE, {})),
         "rows": summary_rows(graph, depth=depth, fold=fold),
+        "architecture": architecture(graph),
     }
 
 

@@ -89,8 +89,17 @@ def _graph_attribute_problem(attrs: dict[str, Any]) -> str | None:
     if not _is_str_map(attrs[g.G_TIED]) or not _is_str_map(attrs[g.G_VERSIONS]):
         return "tied parameters or versions are not names"
     for path, info in attrs[g.G_MODULES].items():
-        if not isinstance(path, str) or not isinstance(info, dict) or not _is_str_map(info) or "type" not in info:
+        if not isinstance(path, str) or not isinstance(info, dict) or not isinstance(info.get(g.M_TYPE), str):
             return f"module {path!r} has no type"
+        texts = {k: v for k, v in info.items() if k not in _MODULE_COUNTS}
+        if not _is_str_map(texts) or not all(_is_int(v, 1) for k, v in info.items() if k in _MODULE_COUNTS):
+            return f"module {path!r} has a malformed entry"
+        found = _facts_problem(info)
+        if found:
+            return f"module {path!r} has {found}"
+    found = _graph_facts_problem(attrs)
+    if found:
+        return found
     rows = attrs.get(g.G_PARAMETERS)
     if not isinstance(rows, list) or not rows:
         return "no parameter rows"
@@ -129,13 +138,46 @@ def _node_problem(graph: nx.DiGraph) -> str | None:
         for key in (g.PARAM_NAMES, g.SHARED_PARAMS, g.COST_UNSUPPORTED):
             if key in data and not _is_str_list(data[key]):
                 return f"node {node!r} has malformed {key}"
-        found = _cost_problem(data)
+        found = _cost_problem(data) or _facts_problem(data)
         if found:
             return f"node {node!r} has {found}"
     if kinds != _KINDS:
         return "the graph lacks inputs, operators or outputs"
     if not nx.is_directed_acyclic_graph(graph):
         return "the graph has a cycle"
+    return None
+
+
+# Module-table keys holding counts; every other key of an entry is text.
+_MODULE_COUNTS = frozenset({g.WINDOW, g.Q_HEADS, g.KV_HEADS, g.M_CALLS})
+
+
+def _facts_problem(data: dict[str, Any]) -> str | None:
+    """The attention facts of an op or a module entry, when present (graph/facts/)."""
+    if g.ATTENTION in data and data[g.ATTENTION] not in g.ATTENTION_KINDS:
+        return "an unknown attention kind"
+    if g.PADDING_MASK in data and not isinstance(data[g.PADDING_MASK], str):
+        return "a malformed padding mask"
+    if any(key in data and not _is_int(data[key], 1) for key in (g.WINDOW, g.Q_HEADS, g.KV_HEADS)):
+        return "a malformed window or head count"
+    return None
+
+
+def _graph_facts_problem(attrs: dict[str, Any]) -> str | None:
+    """The graph-level summaries of the facts pass, when present."""
+    kinds = attrs.get(g.G_ATTENTION, {})
+    if not (isinstance(kinds, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in kinds.items())):
+        return "the attention kinds are not a mapping of stacks"
+    if not all(isinstance(k, str) and _is_int(n, 1) for found in kinds.values() for k, n in found.items()):
+        return "the attention kinds are not counts"
+    positions = attrs.get(g.G_POSITION, {})
+    if not (isinstance(positions, dict) and all(isinstance(k, str) for k in positions)):
+        return "the position kinds are not a mapping of stacks"
+    if not all(isinstance(v, list) and all(p in g.POSITION_KINDS for p in v) for v in positions.values()):
+        return "the position kinds are unknown"
+    shared = attrs.get(g.G_SHARED, {})
+    if not (isinstance(shared, dict) and all(isinstance(k, str) and _is_int(v, 2) for k, v in shared.items())):
+        return "the shared modules are not call counts"
     return None
 
 

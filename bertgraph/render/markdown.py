@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures, text
 from bertgraph.render.escape import markdown_code as code
 from bertgraph.render.escape import markdown_text as md
@@ -80,7 +81,21 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
     yield f"Example input {md(example)}; shapes name these dimensions. Rows inside a folded group count one instance."
     yield ""
+    yield from generate_architecture(summary.get("architecture", {}))
     yield from generate_summary_table(summary)
+
+
+def generate_architecture(facts: dict[str, Any]) -> Iterable[str]:
+    """A list of what the ops show: attention and positions per stack, shared layers."""
+    if not facts.get("stacks"):
+        return
+    yield f"Architecture: {md(facts.get('structure') or 'read off the ops')}"
+    yield ""
+    for stack in facts["stacks"]:
+        yield f"- {md(stack_line(stack))}"
+    for line in shared_lines(facts.get("shared", {})):
+        yield f"- {md(line)}"
+    yield ""
 
 
 def generate_diff_table(diff: dict[str, Any]) -> Iterable[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures
 from bertgraph.render.escape import terminal_text
 
@@ -98,6 +99,7 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
     yield terminal_text(f"example input: {example}; shapes show these dims by name")
     yield ""
+    yield from _architecture_lines(summary.get("architecture", {}))
     body = []
     for index, row in enumerate(rows):
         params = figures.count(row["params"])
@@ -120,6 +122,18 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
         f"total {figures.count(summary['total'])} parameters, "
         f"trainable {figures.count(summary['trainable'])}; rows inside a folded group count one instance"
     )
+
+
+def _architecture_lines(facts: dict[str, Any]) -> Iterable[str]:
+    """What the ops show of the architecture: attention and positions per stack, shared layers."""
+    if not facts.get("stacks"):
+        return
+    yield terminal_text(f"architecture: {facts.get('structure') or 'read off the ops'}")
+    for stack in facts["stacks"]:
+        yield terminal_text(f"  {stack_line(stack)}")
+    for line in shared_lines(facts.get("shared", {})):
+        yield terminal_text(f"  {line}")
+    yield ""
 
 
 def generate_diff(diff: dict[str, Any]) -> Iterable[str]:
