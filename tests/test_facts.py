@@ -238,3 +238,34 @@ def test_facts_need_no_config(family_graph: Callable[[str], nx.DiGraph]) -> None
     facts.annotate(bare)
     assert bare.graph[g.G_ATTENTION] == graph.graph[g.G_ATTENTION]
     assert bare.graph[g.G_POSITION] == graph.graph[g.G_POSITION]
+
+
+SW64 = "sliding-window(64)"
+# Each preset's published architecture: {stack: {attention: count}}, position kinds, (query heads, key/value heads).
+PRESETS: dict[str, tuple[dict[str, dict[str, int]], list[str], tuple[int, int]]] = {
+    "bert-base-uncased": ({"encoder.layer": {BIDI: 12}}, [ABSOLUTE], (12, 12)),
+    "roberta-base": ({"encoder.layer": {BIDI: 12}}, [ABSOLUTE], (12, 12)),
+    "distilbert-base-uncased": ({"transformer.layer": {BIDI: 6}}, [ABSOLUTE], (12, 12)),
+    "albert-base-v2": ({"encoder.albert_layer_groups": {BIDI: 12}}, [ABSOLUTE], (12, 12)),
+    "electra-small-discriminator": ({"encoder.layer": {BIDI: 12}}, [ABSOLUTE], (4, 4)),
+    "deberta-v3-base": ({"encoder.layer": {BIDI: 12}}, [RELATIVE], (12, 12)),
+    "modernbert-base": ({"layers": {BIDI: 8, SW64: 14}}, [ROTARY], (12, 12)),
+    "all-mpnet-base-v2": ({"encoder.layer": {BIDI: 12}}, [ABSOLUTE, BUCKETS], (12, 12)),
+    "gpt2": ({"h": {CAUSAL: 12}}, [ABSOLUTE], (12, 12)),
+    "TinyLlama-1.1B": ({"layers": {CAUSAL: 22}}, [ROTARY], (32, 4)),
+    "Qwen2.5-0.5B": ({"layers": {CAUSAL: 24}}, [ROTARY], (14, 2)),
+    "Qwen3-0.6B": ({"layers": {CAUSAL: 28}}, [ROTARY], (16, 8)),
+    "t5-small": ({"encoder.block": {BIDI: 6}, "decoder.block": {CAUSAL: 6, CROSS: 6}}, [BUCKETS], (8, 8)),
+    "mt5-small": ({"encoder.block": {BIDI: 8}, "decoder.block": {CAUSAL: 8, CROSS: 8}}, [BUCKETS], (6, 6)),
+    "bart-base": ({"encoder.layers": {BIDI: 6}, "decoder.layers": {CAUSAL: 6, CROSS: 6}}, [ABSOLUTE], (12, 12)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_presets_have_their_published_architecture(preset: str, traced: Callable[..., Architecture]) -> None:
+    attention, position, heads = PRESETS[preset]
+    graph = traced(preset).graph
+    assert graph.graph[g.G_ATTENTION] == attention
+    assert graph.graph[g.G_POSITION] == dict.fromkeys(attention, position)
+    assert {(data[g.Q_HEADS], data[g.KV_HEADS]) for data in attention_ops(graph)} == {heads}
