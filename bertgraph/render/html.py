@@ -53,6 +53,11 @@ _KNOWN = frozenset(
         g.ORDER,
         g.OWN_OPS,
         g.OPS,
+        # Facts, not figures: argument literals and attention heads are no cost.
+        g.LITERALS,
+        g.WINDOW,
+        g.Q_HEADS,
+        g.KV_HEADS,
     }
 )
 
