@@ -133,7 +133,7 @@ def test_position_kinds_are_read_off_the_ops(model_type: str, family_graph: Call
 def test_shared_layer_is_found_with_its_calls(
     family_graph: Callable[[str], nx.DiGraph], traced: Callable[..., Architecture]
 ) -> None:
-    layer = "encoder.albert_layer_groups.0.albert_layers.0"
+    layer = "encoder.albert_layer_groups.0"
     assert family_graph("albert").graph[g.G_SHARED] == {layer: 3}
     graph = traced("albert-base-v2").graph
     assert graph.graph[g.G_SHARED] == {layer: 12}

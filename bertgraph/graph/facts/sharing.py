@@ -31,9 +31,9 @@ def annotate_sharing(graph: nx.DiGraph) -> dict[str, int]:
         while top and all(c == count for path, c in calls.items() if _inside(path, _parent(top))):
             top = _parent(top)
         group = [path for path in calls if _inside(path, top)]
-        path = _common_module(group)
-        if any(_inside(found, path) for found in attention):
-            shared[path] = count
+        common = _common_module(group)
+        if any(_inside(found, common) for found in attention):
+            shared[_stack_layer(graph, common)] = count
     modules = graph.graph.get(g.G_MODULES, {})
     for path, count in shared.items():
         if isinstance(modules.get(path), dict):
@@ -53,6 +53,14 @@ def module_calls(graph: nx.DiGraph) -> dict[str, int]:
         module = str(data.get(g.MODULE, ""))
         calls[module] = max(calls.get(module, 1), (call if isinstance(call, int) else 0) + 1)
     return calls
+
+
+def _stack_layer(graph: nx.DiGraph, path: str) -> str:
+    """The layer of a stack that ``path`` lies in (``….albert_layer_groups.0``), else ``path``."""
+    for container in graph.graph.get(g.G_STACKS, {}):
+        if path.startswith(container + "."):
+            return container + "." + path[len(container) + 1 :].split(".")[0]
+    return path
 
 
 def _parent(path: str) -> str:
