@@ -191,3 +191,15 @@ def test_full_disk_cache_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "BertLayer" in result.stdout
     assert result.listing == [], result.listing  # nothing left in the full cache folder
+
+
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("", True), ("0", True), ("1", False), ("yes", False)])
+def test_no_cache_variable_switches_the_cache_off_unless_empty_or_zero(
+    value: str | None, on: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process, so a changed variable name or value is seen (subprocess tests run the installed code)."""
+    if value is None:
+        monkeypatch.delenv("BERTGRAPH_NO_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("BERTGRAPH_NO_CACHE", value)
+    assert cache.enabled() is on
