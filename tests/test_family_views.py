@@ -296,3 +296,18 @@ def test_the_report_says_the_architecture_kind(tiny: Callable[[str], nx.DiGraph]
     assert "encoder stack `encoder.block`: 4 layers, attention bidirectional" in section
     assert "decoder stack `decoder.block`: 4 layers, attention causal, cross" in section
     assert "hidden size 32" in section and "Typically used for text to text" in section
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_only_albert_has_a_shared_layer_once_the_facts_are_read(
+    tiny: Callable[[str], nx.DiGraph], model_type: str
+) -> None:
+    """DeBERTa runs its query and key projections twice per layer (over the relative embeddings):
+    that is not a shared layer, and its layers are counted once each."""
+    from bertgraph.graph import facts
+
+    graph = facts.annotate(tiny(model_type).copy())
+    shared = roles.shared_modules(graph)
+    assert (shared != {}) == (model_type == "albert"), shared
+    if model_type == "deberta-v2":
+        assert table_rows(kinds_of([graph]))[0][3] == f"encoder {TINY['deberta-v2']['num_hidden_layers']}"

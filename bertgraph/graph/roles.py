@@ -180,11 +180,14 @@ def shared_modules(graph: nx.DiGraph) -> dict[str, int]:
     the ``call`` index its ops carry.
     """
     shared = graph.graph.get(g.G_SHARED)
-    found = (
-        {str(m): int(n) for m, n in shared.items() if int(n) > 1}
-        if isinstance(shared, dict)
-        else _calls_from_ops(graph)
-    )
+    if isinstance(shared, dict):
+        found = {str(m): int(n) for m, n in shared.items() if int(n) > 1}
+    elif g.G_ATTENTION in graph.graph:
+        # The facts pass ran and found no shared layer: a projection DeBERTa runs twice per
+        # layer (over its relative embeddings) is not a shared layer.
+        found = {}
+    else:
+        found = _calls_from_ops(graph)
     return {m: n for m, n in found.items() if not any(m.startswith(o + ".") for o in found if o != m)}
 
 
