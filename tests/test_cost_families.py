@@ -232,7 +232,8 @@ def test_cost_tables_and_report_section_for_every_family(model_type: str, tiny_g
     assert report["rows"][0]["path"] == "" and report["rows"][0]["matmul_flops"]["values"] == matmul
     # The tree folds repeated layers like summary does, and a folded row sums every layer it stands for.
     folded = [row for row in report["rows"] if row["repeat"] > 1]
-    assert folded, "tiny configs have at least three layers per stack"
+    # ALBERT runs one shared layer group three times: one row (its cost covers every call), nothing folded.
+    assert folded or model_type == "albert", "tiny configs have at least three layers per stack"
     modules = cost.module_costs(graph)
     for row in folded:
         parent, first = row["path"].rsplit(".", 1)

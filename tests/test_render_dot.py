@@ -64,7 +64,7 @@ def test_depth_two_labels_and_tooltips(traced: Callable[..., Architecture], dot_
         "Embedding 30522 × 768",
         "attention mask",
         "[batch, 2]",
-        "encoder layer",
+        "bidirectional attention",  # the layers' colour and legend entry: their attention kind, read off the ops
     ):
         assert label in text, label
     assert "85,054,464 in all" in tooltips(svg)  # exact count in the tooltip
