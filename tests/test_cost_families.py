@@ -206,6 +206,11 @@ def test_albert_shared_layer_costs_every_call_and_counts_its_parameters_once(tin
     row = next(r for r in report["rows"] if r["path"] == layer)
     assert row["matmul_flops"]["values"] == [calls * first[g.MATMUL_FLOPS].evaluate({"batch": 1, "seq": 128})]
     assert {r["path"]: r for r in summary_rows(graph)}[layer]["params"] == layer_params
+    # …and says so in words: the FLOPs are every call's.
+    group = next(r for r in report["rows"] if r["path"] == layer.rsplit(".", 2)[0])
+    assert group["calls"] == calls and "calls" not in row
+    line = next(line for line in text.generate_cost(report) if "AlbertLayerGroup" in line)
+    assert f"AlbertLayerGroup × {calls} · shared weights" in line
 
 
 def _inside(module: str, path: str) -> bool:

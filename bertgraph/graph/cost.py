@@ -348,6 +348,8 @@ def cost_report(
         rows.append(
             {
                 **{k: row[k] for k in ("path", "name", "type", "level", "depth", "in_fold")},
+                # a shared module (ALBERT's layer) sums every call; the label says how many
+                **{k: row[k] for k in ("calls",) if k in row},
                 "repeat": int(row.get("repeat", 1)),
                 "matmul_flops": _figure(polys[g.MATMUL_FLOPS], sizes_list),
                 "other_flops": _figure(polys[g.OTHER_FLOPS], sizes_list),
