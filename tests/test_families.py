@@ -189,7 +189,10 @@ def test_preset_totals_are_the_published_ones(preset: str) -> None:
     from bertgraph.tracing import skeleton
 
     head, total = PUBLISHED[preset]
-    assert stats.parameter_stats(skeleton(resolve(preset, head)))["total"] == total
+    found = stats.parameter_stats(skeleton(resolve(preset, head)))
+    assert found["total"] == total
+    # Every parameter sits in exactly one group: a top-level layer list is one group, not 1 + L rows.
+    assert sum(found["groups"].values()) == total
 
 
 def test_every_non_bert_preset_has_a_published_total() -> None:

@@ -64,9 +64,13 @@ def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
     backbone = graph.graph.get(g.G_BACKBONE, "")
     totals = module_params(graph)
     groups: dict[str, int] = {}
+    chosen: set[str] = set()
     for path in module_table(graph):
         levels = display_levels(path, backbone)
-        if len(levels) == 1 and levels[0] == path:
+        # A top-level list (GPT-2's ``h``) is one group; its items are not groups beside it.
+        inside_group = any(ancestor in chosen for ancestor in _ancestors(path)[1:-1])
+        if len(levels) == 1 and levels[0] == path and not inside_group:
+            chosen.add(path)
             groups[display_name(path, backbone)] = totals.get(path, 0)
     root_own = sum(int(r["numel"]) for r in rows if not display_levels(r["module"], backbone))
     if root_own:
