@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import networkx as nx
+import pytest
 
 from bertgraph.docs import renderer
 from bertgraph.docs.request import DiagramRequest
@@ -60,3 +66,21 @@ def test_drawings_through_kept_views_equal_fresh_ones() -> None:
         assert drawn == fresh, request
     kept = renderer._VIEWS.get(graph, ("view", 2, True), lambda: None)
     assert kept is not None  # the drawings above went through the kept views
+
+
+@pytest.mark.slow
+def test_a_build_that_traced_leaves_without_walking_the_objects(tmp_path: Path) -> None:
+    """The interpreter's last collections skip what exists at exit, once a trace has loaded torch."""
+    probe = (
+        "import atexit, gc\n"
+        # Registered first, so it runs after every handler registered later (atexit is last in, first out).
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        "from bertgraph.docs import renderer\n"
+        "from bertgraph.docs.request import DiagramRequest\n"
+        "renderer.graph_of(DiagramRequest('bert-tiny', head='base').spec())\n"
+    )
+    env = dict(os.environ, BERTGRAPH_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300, check=True
+    )
+    assert done.stdout.strip() == "frozen True", done.stdout + done.stderr

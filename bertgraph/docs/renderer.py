@@ -16,7 +16,9 @@ Drawings of one model at several depths, themes and formats share their views: e
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import hashlib
 import json
 import threading
@@ -36,6 +38,7 @@ _GRAPHS: dict[str, nx.DiGraph] = {}
 _GRAPHS_LOCK = threading.Lock()
 _VIEWS = KeptViews()  # the memoised graphs are never changed, so their views can be kept
 _CODE: list[str] = []
+_FREEZE_REGISTERED: list[bool] = []
 # The folders whose code shapes a drawing (the graph code is in the graph cache key).
 _DRAWING_CODE = ("render", "render/assets", "docs")
 
@@ -55,6 +58,7 @@ def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> 
                     from bertgraph.tracing import trace
 
                     graph = trace(spec)
+                    _freeze_objects_at_exit()
                     if use_cache:
                         cache.store(spec, graph)
                     if on_trace:
@@ -62,6 +66,19 @@ def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> 
         _GRAPHS[key] = graph
         _VIEWS.add(graph)
         return graph
+
+
+def _freeze_objects_at_exit() -> None:
+    """Spare the builder's exit the garbage collector's walk over every object torch made.
+
+    Once torch and transformers are loaded, the interpreter's last collections at exit visit
+    their millions of objects (about a second of CPU, more than several diagrams cost); the
+    drawings are written by then, and the objects go with the process anyway. Frozen objects
+    are not visited (``gc.freeze``); they are still freed as their modules are torn down.
+    """
+    if not _FREEZE_REGISTERED:
+        atexit.register(gc.freeze)
+        _FREEZE_REGISTERED.append(True)
 
 
 def _code_digest() -> str:
