@@ -12,6 +12,7 @@ import pytest
 
 from bertgraph.docs import renderer
 from bertgraph.docs.request import DiagramRequest
+from bertgraph.errors import RenderError
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import views
 
@@ -44,12 +45,15 @@ def test_kept_views_are_computed_once_and_handed_out_as_copies() -> None:
     assert _json(second) == _json(views.view(graph, 2)) != _json(first)
 
 
+REQUESTS = [DiagramRequest("bert-tiny", head="sequence-classification", depth=depth) for depth in range(5)] + [
+    DiagramRequest("bert-tiny", head="sequence-classification", depth=2, theme="dark"),
+    DiagramRequest("bert-tiny", head="sequence-classification", depth=1, compare="base"),
+    DiagramRequest("bert-tiny", head="sequence-classification", depth=2, format="html"),
+]
+
+
 def test_drawings_through_kept_views_equal_fresh_ones() -> None:
-    requests = [DiagramRequest("bert-tiny", head="sequence-classification", depth=depth) for depth in range(5)] + [
-        DiagramRequest("bert-tiny", head="sequence-classification", depth=2, theme="dark"),
-        DiagramRequest("bert-tiny", head="sequence-classification", depth=1, compare="base"),
-        DiagramRequest("bert-tiny", head="sequence-classification", depth=2, format="html"),
-    ]
+    requests = REQUESTS
     draw = renderer.DiagramRenderer(None)  # no drawings folder: every request is drawn
     for request in requests:
         drawn = draw.html(request)
@@ -84,3 +88,29 @@ def test_a_build_that_traced_leaves_without_walking_the_objects(tmp_path: Path) 
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300, check=True
     )
     assert done.stdout.strip() == "frozen True", done.stdout + done.stderr
+
+
+def test_a_page_drawn_together_equals_its_drawings_made_one_by_one() -> None:
+    """html_all lays the page out side by side; each piece is then served, byte for byte the one html() draws."""
+    requests = [*REQUESTS, DiagramRequest("bert-tiny", head="base", depth=2), REQUESTS[0]]  # a new trace; a repeat
+    drawn: list[str] = []
+    together = renderer.DiagramRenderer(None, on_render=drawn.append)
+    together.html_all(requests)
+    assert len(drawn) == len(set(requests))  # each drawing once, the repeat too
+    assert [line.split(" as ")[0] for line in drawn] == [r.describe() for r in dict.fromkeys(requests)]  # page order
+    alone = renderer.DiagramRenderer(None)
+    for request in requests:
+        assert together.html(request) == alone.html(request), request
+    assert len(drawn) == len(set(requests))  # served, not drawn again
+
+
+def test_a_layout_that_fails_is_left_for_its_directive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without Graphviz nothing is drawn ahead and nothing raised; the directive's own drawing gets the error."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no dot
+    drawn: list[str] = []
+    draw = renderer.DiagramRenderer(tmp_path / "drawings", on_render=drawn.append)
+    draw.html_all(REQUESTS)
+    assert drawn == []
+    assert not (tmp_path / "drawings").exists()
+    with pytest.raises(RenderError, match="Graphviz's dot program is not installed"):
+        draw.html(REQUESTS[0])

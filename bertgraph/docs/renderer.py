@@ -21,24 +21,31 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from bertgraph import cache
 from bertgraph.docs.request import DiagramRequest
+from bertgraph.errors import BertgraphError
 from bertgraph.files import write_atomic
 from bertgraph.graph.views import KeptViews
 from bertgraph.model import ModelSpec
 from bertgraph.version import __version__
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 _GRAPHS: dict[str, nx.DiGraph] = {}
 _GRAPHS_LOCK = threading.Lock()
 _VIEWS = KeptViews()  # the memoised graphs are never changed, so their views can be kept
 _CODE: list[str] = []
 _FREEZE_REGISTERED: list[bool] = []
+_LAYOUT_WORKERS = min(4, os.cpu_count() or 1)  # Graphviz runs beside the Python work of the next diagrams
 # The folders whose code shapes a drawing (the graph code is in the graph cache key).
 _DRAWING_CODE = ("render", "render/assets", "docs")
 
@@ -46,7 +53,7 @@ _DRAWING_CODE = ("render", "render/assets", "docs")
 def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> nx.DiGraph:
     """The graph of ``spec``: from this process's memo, the graph cache, or one trace (reported to ``on_trace``)."""
     use_cache = cache.enabled()
-    key = cache.key(spec) if use_cache else repr(spec)
+    key = _memo_key(spec)
     with _GRAPHS_LOCK:
         if key in _GRAPHS:
             return _GRAPHS[key]
@@ -66,6 +73,10 @@ def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> 
         _GRAPHS[key] = graph
         _VIEWS.add(graph)
         return graph
+
+
+def _memo_key(spec: ModelSpec) -> str:
+    return cache.key(spec) if cache.enabled() else repr(spec)
 
 
 def _freeze_objects_at_exit() -> None:
@@ -111,6 +122,7 @@ class DiagramRenderer:
         self.folder = folder
         self.on_render = on_render
         self.on_trace = on_trace
+        self._made: dict[str, bytes] = {}  # drawn ahead by html_all, by key
 
     def key(self, request: DiagramRequest, output: str) -> str:
         """The drawings-folder key of ``request`` drawn as ``output``."""
@@ -158,21 +170,67 @@ class DiagramRenderer:
     # --- what builders ask for --------------------------------------------------------
     def html(self, request: DiagramRequest) -> str:
         """The drawing as a piece of an HTML page: inline SVG (svg, mermaid) or an iframe (html)."""
-        output = "page" if request.format == "html" else "inline-svg"
-        key = self.key(request, output)
+        output = _html_output(request)
+        made = self._made.get(self.key(request, output))
+        if made is not None:
+            return made.decode("utf-8")
+        return self._drawn(request, output, ".html", lambda: self._start_html(request, None)()).decode("utf-8")
 
-        def draw() -> bytes:
-            from bertgraph.render import embed
+    def html_all(self, requests: Sequence[DiagramRequest]) -> None:
+        """Draw the HTML pieces of ``requests`` ahead of :meth:`html`, Graphviz laying out beside the rest.
 
-            graph, compare = self._graphs(request)
-            if request.format == "html":
-                from bertgraph.render.html import generate_html
+        Each layout runs while the next diagrams' DOT is written and their models traced, so
+        a page of diagrams costs about its Python work. A request that fails is left for
+        :meth:`html` to draw again and report where the builder can say which directive it was.
+        """
+        from concurrent.futures import ThreadPoolExecutor
 
-                page = generate_html(graph, request.depth, not request.unfold, request.theme, compare)
-                return embed.iframe(page, _title(graph, request)).encode("utf-8")
-            return _inline_svg(graph, compare, request, key).encode("utf-8")
+        started: dict[str, tuple[DiagramRequest, Callable[[], bytes]]] = {}
+        with ThreadPoolExecutor(max_workers=_LAYOUT_WORKERS) as pool, _VIEWS.active():
+            for request in sorted(requests, key=self._traces_needed):  # layouts start before the next trace
+                key = self.key(request, _html_output(request))
+                if key in started or key in self._made or self._kept(key, ".html") is not None:
+                    continue
+                try:
+                    started[key] = (request, self._start_html(request, pool))
+                except BertgraphError:
+                    continue
+            page_order = dict.fromkeys(self.key(request, _html_output(request)) for request in requests)
+            for key in (key for key in page_order if key in started):  # finished in the page's order, as logged
+                request, finish = started[key]
+                try:
+                    data = finish()
+                except BertgraphError:
+                    continue
+                self._made[key] = data
+                self._keep(key, ".html", data)
+                if self.on_render:
+                    self.on_render(f"{request.describe()} as {_html_output(request)}")
 
-        return self._drawn(request, output, ".html", draw).decode("utf-8")
+    def _traces_needed(self, request: DiagramRequest) -> int:
+        return sum(_memo_key(spec) not in _GRAPHS for spec in request.specs())
+
+    def _start_html(self, request: DiagramRequest, pool: Executor | None) -> Callable[[], bytes]:
+        """Begin drawing ``request`` (graphs, DOT); the returned call gives the bytes once Graphviz is done.
+
+        With ``pool``, Graphviz lays the SVG out in it; without, here and now.
+        """
+        from bertgraph.render import embed, graphviz_run
+
+        graph, compare = self._graphs(request)
+        if request.format == "html":
+            from bertgraph.render.html import generate_html
+
+            page = generate_html(graph, request.depth, not request.unfold, request.theme, compare)
+            data = embed.iframe(page, _title(graph, request)).encode("utf-8")
+            return lambda: data
+        source = _svg_source(graph, compare, request)
+        key = self.key(request, "inline-svg")
+        if pool is None:
+            svg = graphviz_run.render(source, "svg")
+            return lambda: _svg_fragment(svg, graph, request, key).encode("utf-8")
+        layout = pool.submit(graphviz_run.render, source, "svg")
+        return lambda: _svg_fragment(layout.result(), graph, request, key).encode("utf-8")
 
     def png(self, request: DiagramRequest) -> tuple[str, bytes]:
         """A PNG for print builders (LaTeX): its stable file name and bytes."""
@@ -226,12 +284,29 @@ def _title(graph: nx.DiGraph, request: DiagramRequest) -> str:
     return f"{graph.graph.get(g.G_NAME, request.model)} · {graph.graph.get(g.G_MODEL_CLASS, '')}"
 
 
+def _html_output(request: DiagramRequest) -> str:
+    return "page" if request.format == "html" else "inline-svg"
+
+
 def _inline_svg(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramRequest, key: str) -> str:
-    from bertgraph.render import dot, embed, graphviz_run
+    from bertgraph.render import graphviz_run
+
+    svg = graphviz_run.render(_svg_source(graph, compare, request), "svg")
+    return _svg_fragment(svg, graph, request, key)
+
+
+def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramRequest) -> str:
+    from bertgraph.render import dot
 
     theme = "dark" if request.theme == "dark" else "light"
-    source = dot.generate_dot(graph, request.depth, not request.unfold, theme, compare)
-    svg = graphviz_run.render(source, "svg").decode("utf-8")
+    return dot.generate_dot(graph, request.depth, not request.unfold, theme, compare)
+
+
+def _svg_fragment(image: bytes, graph: nx.DiGraph, request: DiagramRequest, key: str) -> str:
+    """The laid-out SVG as the page's piece: ids of its own, its label, the theme's styling."""
+    from bertgraph.render import embed
+
+    svg = image.decode("utf-8")
     label = f"{_title(graph, request)}, depth {request.depth}"
     body = embed.inline_svg(svg, f"bg{key[:8]}-", label)
     if request.theme == "auto":

@@ -189,7 +189,8 @@ def _note(message: str) -> None:
 
 
 def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Swap in nodes the builder draws itself: tables as literal blocks, Mermaid for sphinxcontrib-mermaid."""
+    """Swap in nodes the builder draws itself (tables as literal blocks, Mermaid for sphinxcontrib-mermaid),
+    and draw the page's HTML pieces ahead of the writer."""
     mermaid_ready = app.builder.format == "html" and "sphinxcontrib.mermaid" in app.extensions
     for node in list(doctree.findall(bertgraph_diagram)):
         request = _request(node)
@@ -215,6 +216,10 @@ def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None
         except BertgraphError as error:
             _warn(error, node)
             node.parent.remove(node)
+    if app.builder.format == "html":
+        # The rest are drawn by html_visit; drawn here together, their layouts overlap. (With -j,
+        # doctrees are resolved in the main process before the writers fork, so they inherit these.)
+        renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
