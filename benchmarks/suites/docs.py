@@ -3,8 +3,9 @@
 The docs project is written into the work folder: one page with ten ``bertgraph`` directives
 of bert-base (depths 0–4, two heads, SVG, the interactive page, both tables, a comparison).
 A cold build (empty graph cache, empty build folder) should cost at most 1.5 × one cold
-``bertgraph render`` of the model, since the model is traced once; a rebuild with nothing
-changed draws nothing. The interactive page of bert-large, depth 4, every layer drawn, is
+``bertgraph render`` of the model: each head is traced once, the Graphviz layouts run beside
+the Python work, and the build's exit skips the collector's walk over torch's objects; a
+rebuild with nothing changed draws nothing. The interactive page of bert-large, depth 4, every layer drawn, is
 opened in headless Chromium; the time from navigation to the page being interactive is
 what the page reports (``bertgraphReadyAt``).
 """
