@@ -172,3 +172,28 @@ def test_sphinx_start_up_does_not_import_torch(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_builds_side_by_side_trace_each_model_once(tmp_path: Path) -> None:
+    """Two builders sharing one graph cache (HTML and LaTeX at once) trace each model once between them:
+    the second waits on the cache's build lock and reads what the first traced. (With ``-j``, every
+    drawing is made in the main process before the writers fork, so this is where the lock matters.)"""
+    require(shutil.which("dot") is not None, "Graphviz dot is not installed")
+    source = project_copy(tmp_path)
+    env = dict(os.environ, BERTGRAPH_CACHE_DIR=str(tmp_path / "fresh-cache"))
+    builds = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sphinx", "-b", builder, str(source), str(tmp_path / builder)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for builder in ("html", "latex")
+    ]
+    logs = [build.communicate(timeout=600)[0] for build in builds]
+    assert [build.returncode for build in builds] == [0, 0], logs
+    traced_models = [
+        line.split("traced ")[1] for log in logs for line in log.splitlines() if "bertgraph: traced" in line
+    ]
+    assert sorted(traced_models) == ["bert-tiny (base)", "bert-tiny (sequence-classification)"], logs
