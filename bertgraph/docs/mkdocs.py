@@ -111,6 +111,7 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
             return markdown
         where = _page_path(page, config)
         offset = _front_matter_lines(page, markdown)
+        self._draw_ahead(fences, config)
         lines = markdown.split("\n")
         for fence in reversed(fences):
             line = fence.first + 1 + offset
@@ -122,7 +123,23 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
             lines[fence.first : fence.last + 1] = ["", *replacement.split("\n"), ""]
         return "\n".join(lines)
 
+    def _draw_ahead(self, fences: list[Fence], config: Any) -> None:
+        """Draw the page's SVG and HTML pieces together (their layouts overlap); errors wait for their fence."""
+        requests = []
+        for fence in fences:
+            try:
+                request = self._request(fence.body)
+            except BertgraphError:
+                continue
+            if request.format not in ("mermaid", "table", "summary"):
+                requests.append(request)
+        if requests:
+            self._drawer(config).html_all(requests)
+
     def _draw(self, body: str, config: Any) -> str:
+        return self._markdown(self._request(body), config)
+
+    def _request(self, body: str) -> DiagramRequest:
         import yaml
 
         try:
@@ -133,8 +150,7 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
             ) from None
         if not isinstance(options, dict):
             raise BertgraphError("the fence holds 'option: value' lines, starting with 'model: bert-base-uncased'")
-        request = parse(options, {"theme": self.config.theme, "format": self.config.format})
-        return self._markdown(request, config)
+        return parse(options, {"theme": self.config.theme, "format": self.config.format})
 
     def _markdown(self, request: DiagramRequest, config: Any) -> str:
         drawer = self._drawer(config)
