@@ -185,27 +185,34 @@ class DiagramRenderer:
         """
         from concurrent.futures import ThreadPoolExecutor
 
+        pool = ThreadPoolExecutor(max_workers=_LAYOUT_WORKERS)
+        try:
+            with _VIEWS.active():
+                self._draw_together(requests, pool)
+        finally:
+            pool.shutdown(cancel_futures=True)  # an interrupted build starts no more layouts; none outlive this call
+
+    def _draw_together(self, requests: Sequence[DiagramRequest], pool: Executor) -> None:
         started: dict[str, tuple[DiagramRequest, Callable[[], bytes]]] = {}
-        with ThreadPoolExecutor(max_workers=_LAYOUT_WORKERS) as pool, _VIEWS.active():
-            for request in sorted(requests, key=self._traces_needed):  # layouts start before the next trace
-                key = self.key(request, _html_output(request))
-                if key in started or key in self._made or self._kept(key, ".html") is not None:
-                    continue
-                try:
-                    started[key] = (request, self._start_html(request, pool))
-                except BertgraphError:
-                    continue
-            page_order = dict.fromkeys(self.key(request, _html_output(request)) for request in requests)
-            for key in (key for key in page_order if key in started):  # finished in the page's order, as logged
-                request, finish = started[key]
-                try:
-                    data = finish()
-                except BertgraphError:
-                    continue
-                self._made[key] = data
-                self._keep(key, ".html", data)
-                if self.on_render:
-                    self.on_render(f"{request.describe()} as {_html_output(request)}")
+        for request in sorted(requests, key=self._traces_needed):  # layouts start before the next trace
+            key = self.key(request, _html_output(request))
+            if key in started or key in self._made or self._kept(key, ".html") is not None:
+                continue
+            try:
+                started[key] = (request, self._start_html(request, pool))
+            except BertgraphError:
+                continue
+        page_order = dict.fromkeys(self.key(request, _html_output(request)) for request in requests)
+        for key in (key for key in page_order if key in started):  # finished in the page's order, as logged
+            request, finish = started[key]
+            try:
+                data = finish()
+            except BertgraphError:
+                continue
+            self._made[key] = data
+            self._keep(key, ".html", data)
+            if self.on_render:
+                self.on_render(f"{request.describe()} as {_html_output(request)}")
 
     def _traces_needed(self, request: DiagramRequest) -> int:
         return sum(_memo_key(spec) not in _GRAPHS for spec in request.specs())
