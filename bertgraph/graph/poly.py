@@ -14,6 +14,7 @@ stores — and it is valid Python and sympy syntax::
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import reduce
@@ -86,7 +87,7 @@ class Poly:
         ...
         bertgraph.graph.poly.PolyError: not a polynomial: 'seq//2'
         """
-        return _Parser(text).parse()
+        return _parse(text)
 
     # --- arithmetic --------------------------------------------------------------------------
 
@@ -258,6 +259,13 @@ def _readable_sum(terms: Iterable[tuple[Monomial, int]]) -> str:
         else:
             text += f" {'+' if coefficient > 0 else '−'} {body}"
     return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> Poly:
+    # Graphs repeat a few texts thousands of times (every layer's ops have the same sizes);
+    # a Poly never changes, so one parse per text can be shared.
+    return _Parser(text).parse()
 
 
 class _Parser:

@@ -61,7 +61,7 @@ that runs more than once (ALBERT's shared layer: 12), and the graph-level summar
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -230,11 +230,12 @@ def sum_costs(members: Iterable[dict[str, Any]]) -> dict[str, Any]:
     members = list(members)
     result: dict[str, Any] = {}
     for key in POLY_ATTRS:
-        values = [data[key] for data in members if key in data]
+        values = Counter(data[key] for data in members if key in data)
         if values:
+            # Each distinct text once, times how often it occurs: a layer's ops repeat a few texts.
             total = Poly()
-            for value in values:
-                total = total + Poly.parse(value)
+            for value, count in sorted(values.items()):
+                total = total + Poly.parse(value) * count
             result[key] = str(total)
     if any(PARAM_BYTES in data for data in members):
         result[PARAM_BYTES] = sum(int(data.get(PARAM_BYTES, 0)) for data in members)
