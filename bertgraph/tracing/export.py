@@ -17,6 +17,8 @@ import operator
 import re
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -28,6 +30,7 @@ from bertgraph.errors import TraceError, first_line
 from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, build_model, example_inputs
 from bertgraph.model.families import Stack
+from bertgraph.tracing import collector
 from bertgraph.tracing.dims import (
     DimsError,
     example_sizes,
@@ -68,7 +71,13 @@ def trace(spec: ModelSpec, grow: bool = True) -> nx.DiGraph:
     (:mod:`bertgraph.tracing.grow`), so tracing costs about the same at any depth; the
     result is checked against the full model and a full trace is the fallback.
     """
-    model = build_model(spec)
+    with collector.paused() as settle:
+        model = build_model(spec)
+        settle()  # torch, transformers and the model live on: later collections need not walk them
+        return _trace(spec, model, grow)
+
+
+def _trace(spec: ModelSpec, model: torch.nn.Module, grow: bool) -> nx.DiGraph:
     stacks = stack_plans(spec, model) if grow else []
     plans = [plan for _, plan in stacks]
     if any(plan.layers > plan.traced for plan in plans):
@@ -182,28 +191,49 @@ def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ..
 
     A failure names the module it stopped in.
     """
-    import torch
-    from torch.export import Dim
 
     device = next(model.parameters()).device
     inputs = example_inputs(spec, device=device, shape=shape)
     try:
-        if shape is not None:
-            return torch.export.export(model, (), inputs, strict=False)
-        limit = spec.max_positions or MAX_DYNAMIC
-        dims = {
-            name: Dim(name, min=1, max=max(limit, 2) if name in ("seq", "tgt") else MAX_DYNAMIC)
-            for name in spec.dim_names
-        }
-        shapes = {name: {axis: dims[dim] for axis, dim in enumerate(names)} for name, names in spec.input_dims.items()}
-        try:
-            return torch.export.export(model, (), inputs, dynamic_shapes=shapes, strict=False)
-        except torch._dynamo.exc.UserError:
-            # A config that pins a dimension (tiny max_position_embeddings, say) still
-            # traces with fixed sizes; its shapes are then shown as numbers.
-            return torch.export.export(model, (), inputs, strict=False)
+        with _without_stack_traces():
+            return _export(model, spec, inputs, shape)
     except Exception as error:
         raise TraceError(_trace_failure(error, model, spec)) from error
+
+
+@contextmanager
+def _without_stack_traces() -> Iterator[None]:
+    """torch.export records each op's Python stack (``meta["stack_trace"]``), which the graph never
+    reads; capturing and symbolising it for every op is a tenth of an export."""
+    import torch.fx.config
+
+    previous = torch.fx.config.do_not_emit_stack_traces
+    torch.fx.config.do_not_emit_stack_traces = True
+    try:
+        yield
+    finally:
+        torch.fx.config.do_not_emit_stack_traces = previous
+
+
+def _export(
+    model: torch.nn.Module, spec: ModelSpec, inputs: dict[str, torch.Tensor], shape: tuple[int, ...] | None
+) -> ExportedProgram:
+    import torch
+    from torch.export import Dim
+
+    if shape is not None:
+        return torch.export.export(model, (), inputs, strict=False)
+    limit = spec.max_positions or MAX_DYNAMIC
+    dims = {
+        name: Dim(name, min=1, max=max(limit, 2) if name in ("seq", "tgt") else MAX_DYNAMIC) for name in spec.dim_names
+    }
+    shapes = {name: {axis: dims[dim] for axis, dim in enumerate(names)} for name, names in spec.input_dims.items()}
+    try:
+        return torch.export.export(model, (), inputs, dynamic_shapes=shapes, strict=False)
+    except torch._dynamo.exc.UserError:
+        # A config that pins a dimension (tiny max_position_embeddings, say) still
+        # traces with fixed sizes; its shapes are then shown as numbers.
+        return torch.export.export(model, (), inputs, strict=False)
 
 
 def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec) -> str:

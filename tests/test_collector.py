@@ -1,0 +1,88 @@
+"""Tracing holds the cyclic garbage collector off, then frees what tracing left and hands everything back."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from bertgraph.tracing import collector
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture
+def collecting() -> Iterator[None]:
+    """The collector on and nothing frozen, as in a fresh process; restored afterwards."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_nothing_is_collected_inside_and_cycles_are_freed_after(collecting: None) -> None:
+    runs: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        with collector.paused() as settle:
+            kept = _Cycle()
+            settle()
+            left = weakref.ref(_Cycle())  # a cycle nothing refers to: only the collector frees it
+            for _ in range(50_000):
+                _Cycle()  # far beyond gen 0's threshold: a running collector would have run
+            assert runs == []
+            assert left() is not None
+        assert left() is None
+        assert runs == [2]  # the one collection at the end
+    finally:
+        gc.callbacks.remove(count)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0  # what settle() set aside is the collector's again
+    del kept
+
+
+def test_a_collector_switched_off_stays_off(collecting: None) -> None:
+    gc.disable()
+    with collector.paused() as settle:
+        settle()
+    assert not gc.isenabled()
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_someone_else_froze_stay_frozen(collecting: None) -> None:
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        with collector.paused() as settle:
+            settle()
+            left = weakref.ref(_Cycle())
+        assert left() is None
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_export_records_no_stack_traces_and_restores_the_switch(tiny_graph) -> None:  # type: ignore[no-untyped-def]
+    import torch.fx.config
+
+    from bertgraph.model import build_model
+    from bertgraph.tracing import export_program
+
+    spec, _ = tiny_graph("bert", "base")
+    before = torch.fx.config.do_not_emit_stack_traces
+    program = export_program(build_model(spec), spec, (2, 7))
+    assert torch.fx.config.do_not_emit_stack_traces == before
+    ops = [node for node in program.graph.nodes if node.op == "call_function"]
+    assert ops
+    assert all(not node.meta.get("stack_trace") for node in ops)
