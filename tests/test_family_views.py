@@ -164,6 +164,26 @@ def test_albert_draws_its_shared_layer_once_with_its_calls(tiny: Callable[[str],
     assert node[g.PARAMS] == once and f"{count(once)} params, run 3 times" in text
 
 
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_a_graph_stored_without_the_facts_finds_the_shared_layers_the_facts_pass_finds(
+    tiny: Callable[[str], nx.DiGraph], model_type: str
+) -> None:
+    """A graph stored without the facts record (an older cache entry, a graph file) has only its
+    ops' call indices; views read its shared layers with the facts pass itself, so the two agree
+    (DeBERTa's twice-run projections are no shared layer either way)."""
+    import copy
+
+    from bertgraph.graph import facts
+    from bertgraph.graph import io as graph_io
+
+    bare = graph_io.from_node_link(json.loads(json.dumps(graph_io.to_node_link(tiny(model_type)))))
+    assert g.G_SHARED not in bare.graph and g.G_ATTENTION not in bare.graph
+    read = facts.annotate(copy.deepcopy(bare))
+    recorded = read.graph.get(g.G_SHARED, {})
+    assert roles.shared_modules(bare) == roles.shared_modules(read) == recorded
+    assert (recorded != {}) == (model_type == "albert"), recorded
+
+
 # --- the families view -----------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ import re
 import networkx as nx
 
 from bertgraph.graph import schema as g
+from bertgraph.graph.facts.sharing import shared_layers
 from bertgraph.model.families.record import (
     CROSS_ATTENTION,
     DECODER,
@@ -174,43 +175,16 @@ def kind_order(label: str) -> tuple[int, str]:
 
 
 def shared_modules(graph: nx.DiGraph) -> dict[str, int]:
-    """The outermost modules that run more than once, with their calls (ALBERT: the layer group, 12).
+    """The layers that run more than once, with their calls (ALBERT: the layer group, 12).
 
-    The facts pass records them (``shared_modules``); a graph without that record tells by
-    the ``call`` index its ops carry.
+    The facts pass records them (``shared_modules``); for a graph stored without that
+    record, the same pass reads them off the ops' ``call`` indices now.
     """
     shared = graph.graph.get(g.G_SHARED)
     if isinstance(shared, dict):
         found = {str(m): int(n) for m, n in shared.items() if int(n) > 1}
     elif g.G_ATTENTION in graph.graph:
-        # The facts pass ran and found no shared layer: a projection DeBERTa runs twice per
-        # layer (over its relative embeddings) is not a shared layer.
-        found = {}
+        found = {}  # the facts pass ran and found no shared layer
     else:
-        found = _calls_from_ops(graph)
+        found = shared_layers(graph)
     return {m: n for m, n in found.items() if not any(m.startswith(o + ".") for o in found if o != m)}
-
-
-def _calls_from_ops(graph: nx.DiGraph) -> dict[str, int]:
-    """Module → calls, for the outermost modules every call of which ran the same number of ops."""
-    per_call: dict[str, dict[int, int]] = {}
-    weighted: set[str] = set()  # a module without parameters (a dropout called twice) shares nothing
-    for _, data in graph.nodes(data=True):
-        if data.get(g.KIND) != g.OPERATOR:
-            continue
-        call = int(data.get(g.CALL, 0) or 0)
-        parts = data.get(g.MODULE, "").split(".")
-        for index in range(1, len(parts) + 1):
-            counts = per_call.setdefault(".".join(parts[:index]), {})
-            counts[call] = counts.get(call, 0) + 1
-            if data.get(g.PARAMS) or data.get(g.SHARED_PARAMS):
-                weighted.add(".".join(parts[:index]))
-    result: dict[str, int] = {}
-    for module in sorted(per_call, key=lambda p: p.count(".")):
-        counts = per_call[module]
-        repeated = len(counts) > 1 and set(counts) == set(range(len(counts))) and len(set(counts.values())) == 1
-        container = graph.graph.get(g.G_MODULES, {}).get(module, {}).get(g.M_TYPE) in ("ModuleList", "ModuleDict")
-        if repeated and not container and module in weighted:
-            result[module] = len(counts)
-    # Only the outermost: a part of a shared module runs as often, but the module says it.
-    return {m: n for m, n in result.items() if not any(m.startswith(o + ".") for o in result)}

@@ -21,6 +21,19 @@ from bertgraph.graph.facts.walk import operators
 def annotate_sharing(graph: nx.DiGraph) -> dict[str, int]:
     """Store (as ``shared_modules``) and return ``{module path: calls}``; ``calls`` also goes into
     the module's table entry, so views can draw ``AlbertLayer × 12 · shared weights``."""
+    shared = shared_layers(graph)
+    modules = graph.graph.get(g.G_MODULES, {})
+    for path, count in shared.items():
+        if isinstance(modules.get(path), dict):
+            modules[path][g.M_CALLS] = count
+    if shared:
+        graph.graph[g.G_SHARED] = dict(sorted(shared.items()))
+    return shared
+
+
+def shared_layers(graph: nx.DiGraph) -> dict[str, int]:
+    """``{layer path: calls}`` for every layer that runs more than once, read off the ops alone
+    (the graph is not changed: views of a graph stored without this record ask here too)."""
     calls = module_calls(graph)
     attention = {str(graph.nodes[n].get(g.MODULE, "")) for n in operators(graph, ATTENTION_OPS)}
     shared: dict[str, int] = {}
@@ -34,12 +47,6 @@ def annotate_sharing(graph: nx.DiGraph) -> dict[str, int]:
         common = _common_module(group)
         if any(_inside(found, common) for found in attention):
             shared[_stack_layer(graph, common)] = count
-    modules = graph.graph.get(g.G_MODULES, {})
-    for path, count in shared.items():
-        if isinstance(modules.get(path), dict):
-            modules[path][g.M_CALLS] = count
-    if shared:
-        graph.graph[g.G_SHARED] = dict(sorted(shared.items()))
     return shared
 
 
