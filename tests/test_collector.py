@@ -36,15 +36,21 @@ def test_nothing_is_collected_inside_and_cycles_are_freed_after(collecting: None
     gc.callbacks.append(count)
     try:
         with collector.paused() as settle:
-            kept = _Cycle()
-            settle()
-            left = weakref.ref(_Cycle())  # a cycle nothing refers to: only the collector frees it
+            before = weakref.ref(_Cycle())
             for _ in range(50_000):
                 _Cycle()  # far beyond gen 0's threshold: a running collector would have run
             assert runs == []
+            kept = _Cycle()
+            settle()
+            assert before() is None  # settling collects once what came before it
+            assert runs == [2]
+            left = weakref.ref(_Cycle())  # a cycle nothing refers to: only the collector frees it
+            for _ in range(50_000):
+                _Cycle()
+            assert runs == [2]
             assert left() is not None
         assert left() is None
-        assert runs == [2]  # the one collection at the end
+        assert runs == [2, 2]  # and once at the end
     finally:
         gc.callbacks.remove(count)
     assert gc.isenabled()
