@@ -9,7 +9,8 @@ freed before onnxruntime loads the file: the two never hold the weights at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,6 +85,28 @@ def check_file(path: Path) -> None:
     except Exception as error:  # the checker's C++ code turns a pending signal into its own errors
         interrupts.reraise_if_interrupted(error)
         raise
+
+
+# Verification runs PyTorch and onnxruntime on one thread each. Its inputs are a few dozen
+# tokens, too small for threads to pay: a multi-threaded kernel there mostly waits at its
+# barriers, and on a busy machine (a CI runner, shared cores) a waiting thread spins until
+# its descheduled peers run again. Measured on 2 shared cores for bert-base's reference
+# outputs: 0.7–0.9 s on one thread, 3.5–5.5 s on two. The numbers compared are the same
+# computations either way; the tolerance does not change.
+VERIFY_THREADS = 1
+
+
+@contextmanager
+def _torch_threads(count: int) -> Iterator[None]:
+    """PyTorch's intra-op threads set to ``count`` for the block, restored after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # The two verification sizes of each dimension; the second size pads some rows.
@@ -229,7 +252,7 @@ def reference_outputs(wrapper: torch.nn.Module, spec: ModelSpec, progress: Progr
         say(f"running PyTorch at {check.size_label()}")
         feeds = random_inputs(spec, shape, padded, seed=SEED + index)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), _torch_threads(VERIFY_THREADS):
                 expected = wrapper(**{name: torch.from_numpy(array) for name, array in feeds.items()})
         except Exception as error:  # the model itself fails on inputs its config allows
             interrupts.reraise_if_interrupted(error)
@@ -264,6 +287,7 @@ def verify_parity(
     # just before their MatMuls rather than all at the start. Either would double the memory.
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
+    options.intra_op_num_threads = options.inter_op_num_threads = VERIFY_THREADS
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as error:
