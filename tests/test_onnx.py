@@ -30,9 +30,17 @@ from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats
 from bertgraph.model import HEADS, ModelSpec, build_model, resolve
-from bertgraph.onnx.export import OnnxExportResult, describe_weights, export_onnx_spec, output_names
+from bertgraph.onnx.export import (
+    ExportableModel,
+    OnnxExportResult,
+    describe_weights,
+    export_onnx_spec,
+    for_export,
+    output_names,
+)
 from bertgraph.onnx.read import graph_from_onnx, read_onnx_graph
-from bertgraph.onnx.verify import dim_names, parity_sizes, random_inputs
+from bertgraph.onnx.verify import dim_names, open_session, parity_sizes, random_inputs, reference_outputs
+from bertgraph.onnx.weights import load_weights
 from bertgraph.tracing import skeleton
 from tests.conftest import TINY_CONFIG
 
@@ -335,6 +343,24 @@ def test_parity_sizes_avoid_the_example() -> None:
     assert sizes[0][0] != sizes[1][0] and sizes[1][1] > 0
     feeds = random_inputs(spec, sizes[1][0], sizes[1][1], seed=0)
     assert feeds["attention_mask"][0].all() and not feeds["attention_mask"][1].all()
+
+
+def test_verification_computes_on_one_thread_and_restores_pytorchs_setting(base_export: Export) -> None:
+    """Verification's inputs are tiny: PyTorch and onnxruntime run them on one thread each."""
+    spec = base_export.spec
+    model = for_export(load_weights(spec), spec)
+    seen: list[int] = []
+    model.get_submodule("encoder").register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        references = reference_outputs(ExportableModel(model, output_names(spec)), spec)
+        assert torch.get_num_threads() == 2  # the caller's setting is back
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1] * len(references) == [1, 1]
+    options = open_session(base_export.path).get_session_options()
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
 
 
 def test_weights_name_modules_the_checkpoint_lacks(checkpoints: dict[str, Path]) -> None:

@@ -21,6 +21,7 @@ from bertgraph.model import ModelSpec
 
 if TYPE_CHECKING:
     import numpy as np
+    import onnxruntime as ort
     import torch
 
 Progress = Callable[[str], None]
@@ -277,22 +278,8 @@ def verify_parity(
     Raises:
         OnnxError: an output differs by more than ``tolerance``, or has another shape.
     """
-    import onnxruntime as ort
-
     say = progress or (lambda message: None)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # onnxruntime's warnings are about its own optimisations
-    # The file as written: graph optimisations rewrite it (folding each weight's Transpose
-    # into a second copy of the weights), and the priority-based order runs those Transposes
-    # just before their MatMuls rather than all at the start. Either would double the memory.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
-    options.intra_op_num_threads = options.inter_op_num_threads = VERIFY_THREADS
-    try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as error:
-        interrupts.reraise_if_interrupted(error)
-        raise OnnxError(f"onnxruntime cannot load the exported model: {first_line(error)}") from error
+    session = open_session(path)
     names = [output.name for output in session.get_outputs()]
     checks = []
     for reference in references:
@@ -308,6 +295,30 @@ def verify_parity(
             check.max_abs_diff[name] = _compare(name, ours, theirs, check, tolerance, reference.kept)
         checks.append(check)
     return checks
+
+
+def open_session(path: Path) -> ort.InferenceSession:
+    """An onnxruntime session of the file as written, on :data:`VERIFY_THREADS` threads.
+
+    Raises:
+        OnnxError: onnxruntime cannot load the file.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # onnxruntime's warnings are about its own optimisations
+    # The file as written: graph optimisations rewrite it (folding each weight's Transpose
+    # into a second copy of the weights), and the priority-based order runs those Transposes
+    # just before their MatMuls rather than all at the start. Either would double the memory.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
+    options.intra_op_num_threads = options.inter_op_num_threads = VERIFY_THREADS
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as error:
+        interrupts.reraise_if_interrupted(error)
+        raise OnnxError(f"onnxruntime cannot load the exported model: {first_line(error)}") from error
+    return session
 
 
 def _compare(
