@@ -363,6 +363,29 @@ def test_verification_computes_on_one_thread_and_restores_pytorchs_setting(base_
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
 
 
+def test_the_exporter_runs_without_the_collector_or_stack_traces_and_both_come_back(
+    checkpoints: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch.onnx.export builds millions of objects: the collector waits, no op records its stack."""
+    import gc
+
+    import torch.fx.config
+
+    seen: list[tuple[bool, bool]] = []
+    real_export = torch.onnx.export
+
+    def export_watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append((gc.isenabled(), torch.fx.config.do_not_emit_stack_traces))
+        return real_export(*args, **kwargs)
+
+    monkeypatch.setattr(torch.onnx, "export", export_watched)
+    spec = resolve(str(checkpoints["base"]), "base", seq_len=TINY_SEQ)
+    assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
+    result = export_onnx_spec(spec, tmp_path / "m.onnx")
+    assert result.verified and seen == [(False, True)]
+    assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
+
+
 def test_weights_name_modules_the_checkpoint_lacks(checkpoints: dict[str, Path]) -> None:
     spec = resolve(str(checkpoints["base"]), "sequence-classification", seq_len=TINY_SEQ)
     text = describe_weights(spec, build_model(spec, weights=True))

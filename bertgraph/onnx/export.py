@@ -73,6 +73,8 @@ from bertgraph.onnx.weights import (
     load_weights,
     release_weights,
 )
+from bertgraph.tracing import collector
+from bertgraph.tracing.export import without_stack_traces
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -247,11 +249,15 @@ def export_onnx_spec(
     check_readable(spec)
     timings: dict[str, float] = {}
     dtype = export_dtype(spec)
-    with _timed(timings, "build"):
-        meta = _meta_model(spec, dtype)
-        weight_bytes = sum(t.numel() * t.element_size() for t in [*meta.parameters(), *meta.buffers()])
-        memory.check_memory(weight_bytes, verify, f"{spec.name} ({spec.model_class})")
-    onnx_model, exporter_used, model = _convert(meta, spec, opset, exporter, say, timings)
+    # As in tracing: no automatic collection while torch.export and the exporter build their
+    # millions of objects (a seventh of the command's time); one collection after, before the weights.
+    with collector.paused() as settle:
+        with _timed(timings, "build"):
+            meta = _meta_model(spec, dtype)
+            weight_bytes = sum(t.numel() * t.element_size() for t in [*meta.parameters(), *meta.buffers()])
+            memory.check_memory(weight_bytes, verify, f"{spec.name} ({spec.model_class})")
+        settle()
+        onnx_model, exporter_used, model = _convert(meta, spec, opset, exporter, say, timings)
     if model is None:
         with _timed(timings, "weights"):
             say(f"loading {_weights_phrase(spec)}")
@@ -498,7 +504,7 @@ def _export(
         return None, "TorchScript exporter (requested)"
     say(f"exporting {spec.model_class} with torch.export (dynamic {', '.join(dim_names(spec))})")
     try:
-        with _quiet_exporter():
+        with _quiet_exporter(), without_stack_traces():  # the stacks are dropped when labelling anyway
             program = torch.onnx.export(
                 wrapper,
                 (),

@@ -195,14 +195,14 @@ def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ..
     device = next(model.parameters()).device
     inputs = example_inputs(spec, device=device, shape=shape)
     try:
-        with _without_stack_traces():
+        with without_stack_traces():
             return _export(model, spec, inputs, shape)
     except Exception as error:
         raise TraceError(_trace_failure(error, model, spec)) from error
 
 
 @contextmanager
-def _without_stack_traces() -> Iterator[None]:
+def without_stack_traces() -> Iterator[None]:
     """torch.export records each op's Python stack (``meta["stack_trace"]``), which the graph never
     reads; capturing and symbolising it for every op is a tenth of an export."""
     import torch.fx.config
