@@ -1,0 +1,553 @@
+"""Views computed in-process from a committed bert-tiny graph and hand-built chains, checked exactly.
+
+These tests trace nothing and start no process, so they also serve the mutation run
+(docs/mutation.md): each mutant of graph/views.py is checked in about a second.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from bertgraph.graph import schema as g
+from bertgraph.graph import views
+from bertgraph.graph.poly import Poly
+from tests.graph_fixtures import bert_tiny, chain, op
+
+TOTAL = 4_584_450  # bert-tiny, 3 layers, sequence classification: the sum of its parameter rows
+LAYER = 198_272  # one BertLayer of hidden 128, intermediate 512 (4·(128²+128) + 2·256 + 2·(128·512) + 512 + 128)
+
+
+def modules(shown: nx.DiGraph) -> list[tuple[str, str, str, int, int, bool]]:
+    """(id, module, type, params, repeat, own ops) of every module node, in insertion order."""
+    return [
+        (n, d[g.MODULE], d[g.MODULE_TYPE], d[g.PARAMS], d.get(g.REPEAT, 1), d.get(g.OWN_OPS, False))
+        for n, d in shown.nodes(data=True)
+        if d[g.KIND] == g.MODULE_NODE
+    ]
+
+
+def cost_sums(shown: nx.DiGraph) -> dict[str, Any]:
+    totals: dict[str, Any] = {key: Poly() for key in g.POLY_ATTRS}
+    totals[g.PARAM_BYTES] = 0
+    for _, data in shown.nodes(data=True):
+        repeat = int(data.get(g.REPEAT, 1)) if data.get(g.KIND) != g.MODULE_NODE else 1
+        for key in g.POLY_ATTRS:
+            if key in data:
+                totals[key] = totals[key] + Poly.parse(data[key])
+        totals[g.PARAM_BYTES] += int(data.get(g.PARAM_BYTES, 0)) * (repeat if repeat < 0 else 1)
+    return {key: str(value) for key, value in totals.items()}
+
+
+# --- module paths --------------------------------------------------------------------------------
+
+
+def test_display_levels_skip_the_backbone_and_list_containers() -> None:
+    assert views.display_levels("bert.encoder.layer.3.attention", "bert") == (
+        "bert.encoder",
+        "bert.encoder.layer.3",
+        "bert.encoder.layer.3.attention",
+    )
+    assert views.display_levels("bert.encoder.layer.0-11", "bert") == ("bert.encoder", "bert.encoder.layer.0-11")
+    assert views.display_levels("enc.layer.1-19/3.x", "") == ("enc", "enc.layer.1-19/3", "enc.layer.1-19/3.x")
+    assert views.display_levels("enc.layer.a.x", "") == ("enc", "enc.layer", "enc.layer.a", "enc.layer.a.x")
+    assert views.display_levels("bert", "bert") == ()
+    assert views.display_levels("", "") == ()
+    assert views.display_levels("a.b", "") == ("a", "a.b")
+
+
+def test_display_names_and_paths() -> None:
+    assert views.display_name("bert.pooler.dense", "bert") == "pooler.dense"
+    assert views.display_name("bert", "bert") == ""
+    assert views.display_name("bertx.pooler", "bert") == "bertx.pooler"
+    assert views.display_name("bert.pooler", "") == "bert.pooler"
+    assert views.own_ops_id("bert.embeddings") == "bert.embeddings:ops"
+    assert views.in_backbone("bert.x", "bert") and views.in_backbone("bert", "bert")
+    assert views.in_backbone("classifier", "") and not views.in_backbone("classifier", "bert")
+    assert not views.in_backbone("bertx", "bert")
+    assert views.is_within("a.b", "a") and views.is_within("a", "a") and views.is_within("x", "")
+    assert not views.is_within("ab", "a") and not views.is_within("a", "a.b")
+
+
+def test_a_negative_level_is_an_error() -> None:
+    with pytest.raises(ValueError, match="level must be 0 or more, got -1"):
+        views.view(bert_tiny(), -1)
+    assert len(views.view(bert_tiny(), 0)) == 5
+
+
+# --- levels of detail ----------------------------------------------------------------------------
+
+COUNTS = {  # level → (nodes, edges) folded, (nodes, edges) unfolded
+    0: ((5, 4), (5, 4)),
+    1: ((10, 9), (10, 9)),
+    2: ((18, 17), (20, 21)),
+    3: ((31, 34), (59, 72)),
+    4: ((64, 68), (112, 126)),
+    7: ((64, 68), (112, 126)),
+}
+
+
+@pytest.mark.parametrize("level", sorted(COUNTS))
+@pytest.mark.parametrize("fold", [True, False])
+def test_every_view_keeps_the_parameters_and_the_costs(level: int, fold: bool) -> None:
+    graph = bert_tiny()
+    shown = views.view(graph, level, fold=fold)
+    assert (len(shown), len(shown.edges)) == COUNTS[level][0 if fold else 1]
+    assert g.total_params(shown) == TOTAL
+    names = sorted(name for _, d in shown.nodes(data=True) for name in d.get(g.PARAM_NAMES, []))
+    assert names == sorted(row["name"] for row in g.parameter_rows(graph))
+    assert cost_sums(shown) == cost_sums(graph)
+    assert shown.graph == graph.graph
+    assert views.view(graph, level, fold=fold).nodes(data=True) == shown.nodes(data=True)  # the input is unchanged
+
+
+def test_level_zero_is_the_model() -> None:
+    shown = views.view(bert_tiny(), 0)
+    assert modules(shown) == [("", "", "BertForSequenceClassification", TOTAL, 1, False)]
+    assert list(shown.edges) == [("input_ids", ""), ("attention_mask", ""), ("token_type_ids", ""), ("", "logits")]
+
+
+def test_level_zero_of_a_model_without_a_class_name_is_nameless() -> None:
+    graph = bert_tiny()
+    del graph.graph[g.G_MODULES][""]
+    assert modules(views.view(graph, 0))[0][2] == "BertForSequenceClassification"  # the class, from the graph
+    del graph.graph[g.G_MODEL_CLASS]
+    assert modules(views.view(graph, 0))[0][2] == ""
+
+
+def test_level_one_is_the_parts() -> None:
+    shown = views.view(bert_tiny(), 1)
+    assert modules(shown) == [
+        ("bert.embeddings", "bert.embeddings", "BertEmbeddings", 3_972_864, 1, False),
+        ("bert:ops", "bert", "BertModel", 0, 1, True),
+        ("bert.encoder", "bert.encoder", "BertEncoder", 3 * LAYER, 1, False),
+        ("bert.pooler", "bert.pooler", "BertPooler", 16_512, 1, False),
+        ("dropout", "dropout", "Dropout", 0, 1, False),
+        ("classifier", "classifier", "Linear", 258, 1, False),
+    ]
+    assert shown.nodes["bert.encoder"][g.SHAPE] == ["batch", "seq", 128]
+    assert shown.nodes["bert:ops"][g.SHAPE] == ["batch", 1, "seq", "seq"]  # the attention mask
+    assert shown.nodes["bert:ops"][g.DTYPE] == "bool"
+    assert shown.nodes["bert.encoder"][g.ORDER] == 34
+    assert shown.edges["bert:ops", "bert.encoder"][g.SHAPE] == ["batch", 1, "seq", "seq"]
+
+
+def test_level_one_of_a_base_model_has_no_backbone_prefix() -> None:
+    shown = views.view(bert_tiny("base"), 1)
+    assert [m[0] for m in modules(shown)] == ["embeddings", ":ops", "encoder", "pooler"]
+    assert modules(shown)[1] == (":ops", "", "BertModel", 0, 1, True)
+
+
+def test_level_two_folds_the_layers() -> None:
+    shown = views.view(bert_tiny(), 2)
+    assert modules(shown) == [
+        ("bert.embeddings:ops", "bert.embeddings", "BertEmbeddings", 0, 1, True),
+        ("bert.embeddings.word_embeddings", "bert.embeddings.word_embeddings", "Embedding", 3_906_816, 1, False),
+        ("bert.embeddings.token_type_embeddings", "bert.embeddings.token_type_embeddings", "Embedding", 256, 1, False),
+        ("bert.embeddings:ops.1", "bert.embeddings", "BertEmbeddings", 0, 1, True),
+        ("bert.embeddings.position_embeddings", "bert.embeddings.position_embeddings", "Embedding", 65_536, 1, False),
+        ("bert.embeddings.LayerNorm", "bert.embeddings.LayerNorm", "LayerNorm", 256, 1, False),
+        ("bert.embeddings.dropout", "bert.embeddings.dropout", "Dropout", 0, 1, False),
+        ("bert:ops", "bert", "BertModel", 0, 1, True),
+        ("bert.encoder.layer.0-2", "bert.encoder.layer.0-2", "BertLayer", 3 * LAYER, 3, False),
+        ("bert.pooler:ops", "bert.pooler", "BertPooler", 0, 1, True),
+        ("bert.pooler.dense", "bert.pooler.dense", "Linear", 16_512, 1, False),
+        ("bert.pooler.activation", "bert.pooler.activation", "Tanh", 0, 1, False),
+        ("dropout", "dropout", "Dropout", 0, 1, False),
+        ("classifier", "classifier", "Linear", 258, 1, False),
+    ]
+    layer = shown.nodes["bert.encoder.layer.0-2"]
+    assert layer[g.ORDER] == 34  # the first op of layer 2 stands for the three
+    assert layer[g.OPS][:3] == ["linear", "view", "transpose"]
+    assert len(layer[g.PARAM_NAMES]) == 3 * 16
+    assert shown.nodes["bert.embeddings:ops"][g.SHAPE] == [1, "seq"]  # the position-id slice
+    assert shown.nodes["bert.embeddings:ops"][g.OPS] == ["slice"]
+    assert set(shown.predecessors("bert.encoder.layer.0-2")) == {"bert.embeddings.dropout", "bert:ops"}
+    assert list(shown.successors("bert.encoder.layer.0-2")) == ["bert.pooler:ops"]
+    assert shown.edges["bert.embeddings.LayerNorm", "bert.embeddings.dropout"][g.ALIAS] is True
+    assert shown.edges["bert.embeddings.word_embeddings", "bert.embeddings:ops.1"]["args"] == [0]
+
+
+def test_level_two_unfolded_has_three_layers() -> None:
+    shown = views.view(bert_tiny(), 2, fold=False)
+    layers = [m for m in modules(shown) if ".layer." in m[0]]
+    assert layers == [(f"bert.encoder.layer.{i}",) * 2 + ("BertLayer", LAYER, 1, False) for i in range(3)]
+    assert shown.has_edge("bert.encoder.layer.0", "bert.encoder.layer.1")
+    assert shown.has_edge("bert:ops", "bert.encoder.layer.2")
+    assert [shown.nodes[f"bert.encoder.layer.{i}"][g.ORDER] for i in range(3)] == [34, 58, 82]
+
+
+def test_anatomy_bridges_layout_ops_and_keeps_leaf_modules() -> None:
+    shown = views.view(bert_tiny(), 3)
+    layer = [n for n in shown if n.startswith("bert.encoder.layer.0-2")]
+    assert layer == [
+        "bert.encoder.layer.0-2.attention.self.query",
+        "bert.encoder.layer.0-2.attention.self.key",
+        "bert.encoder.layer.0-2.attention.self.value",
+        "bert.encoder.layer.0-2.attention.self:scaled_dot_product_attention",
+        "bert.encoder.layer.0-2.attention.output.dense",
+        "bert.encoder.layer.0-2.attention.output.dropout",
+        "bert.encoder.layer.0-2.attention.output:add",
+        "bert.encoder.layer.0-2.attention.output.LayerNorm",
+        "bert.encoder.layer.0-2.intermediate.dense",
+        "bert.encoder.layer.0-2.intermediate.intermediate_act_fn",
+        "bert.encoder.layer.0-2.output.dense",
+        "bert.encoder.layer.0-2.output.dropout",
+        "bert.encoder.layer.0-2.output:add",
+        "bert.encoder.layer.0-2.output.LayerNorm",
+    ]
+    assert not any(d.get(g.OP) in views.LAYOUT_OPS for _, d in shown.nodes(data=True))
+    sdpa = "bert.encoder.layer.0-2.attention.self:scaled_dot_product_attention"
+    assert shown.nodes[sdpa][g.KIND] == g.OPERATOR  # a computation of the module itself keeps its op node
+    assert shown.nodes[sdpa][g.REPEAT] == 3
+    assert set(shown.predecessors(sdpa)) == {
+        "bert.encoder.layer.0-2.attention.self.query",
+        "bert.encoder.layer.0-2.attention.self.key",
+        "bert.encoder.layer.0-2.attention.self.value",
+        "bert:ops",
+    }
+    # The copy (contiguous) writes a tensor: its bytes go to the op that reads it.
+    dense = shown.nodes["bert.encoder.layer.0-2.attention.output.dense"]
+    assert dense[g.ACTIVATION_BYTES] == str(Poly.parse("1536*batch*seq") + Poly.parse("1536*batch*seq"))
+    assert shown.nodes["bert.encoder.layer.0-2.attention.output.dense"][g.MODULE_TYPE] == "Linear"
+    embedding_sum = [n for n in shown if n.startswith("bert.embeddings:ops")]
+    assert embedding_sum == ["bert.embeddings:ops"]  # the two adds feed each other: one node
+    assert shown.nodes["bert.embeddings:ops"][g.OPS] == ["add", "add_1"] or len(shown.nodes["bert.embeddings:ops"][g.OPS]) >= 1
+
+
+def test_anatomy_of_a_base_model_names_the_root_ops() -> None:
+    shown = views.anatomy(bert_tiny("base"))
+    assert ":ops" in shown or any(n.startswith(":ops") for n in shown)
+    assert g.total_params(shown) == TOTAL - 258
+
+
+# --- bridging layout ops -------------------------------------------------------------------------
+
+
+def _layout_graph(cost: dict[str, Any], neighbours: bool = True) -> nx.DiGraph:
+    graph = g.new_graph()
+    graph.add_node("x", **g.io_attributes(g.INPUT, ["batch", 4], "float32", 0))
+    if neighbours:
+        graph.add_node("a", **op("m.a", "linear", 1, matmul_flops="8", activation_bytes="16"))
+    graph.add_node("v", **op("m", "clone", 2, module_type="M", **cost))
+    if neighbours:
+        graph.add_node("b", **op("m.b", "linear", 3, matmul_flops="8", activation_bytes="16"))
+        graph.add_node("c", **op("m.c", "relu", 4, activation_bytes="16"))
+        graph.add_edges_from([("x", "a"), ("a", "v"), ("v", "c"), ("v", "b")], shape=["batch", 4], dtype="float32")
+    else:
+        graph.add_edge("x", "v", shape=["batch", 4], dtype="float32")
+    graph.add_node("y", **g.io_attributes(g.OUTPUT, ["batch", 4], "float32", 9))
+    graph.add_edge("b" if neighbours else "v", "y", shape=["batch", 4], dtype="float32")
+    return graph
+
+
+def test_a_free_layout_op_is_bridged() -> None:
+    shown = views.bridge_layout_ops(_layout_graph({"activation_bytes": "0", "param_bytes": 64}))
+    assert "v" not in shown
+    assert sorted(shown.edges) == [("a", "b"), ("a", "c"), ("b", "y"), ("x", "a")]
+    assert shown.nodes["b"][g.ACTIVATION_BYTES] == "16"
+
+
+def test_a_costly_layout_op_hands_its_cost_to_the_first_reader() -> None:
+    shown = views.bridge_layout_ops(_layout_graph({"activation_bytes": "4*batch", "other_flops": "2"}))
+    assert "v" not in shown
+    assert shown.nodes["b"][g.ACTIVATION_BYTES] == str(Poly.parse("16") + Poly.parse("4*batch"))
+    assert shown.nodes["b"][g.OTHER_FLOPS] == "2"
+    assert shown.nodes["c"][g.ACTIVATION_BYTES] == "16"
+    assert shown.nodes["a"][g.ACTIVATION_BYTES] == "16"
+
+
+def test_a_costly_layout_op_without_readers_hands_its_cost_back() -> None:
+    graph = _layout_graph({"activation_bytes": "4"})
+    for node in ("b", "c"):
+        graph.nodes[node][g.KIND] = g.OUTPUT
+    shown = views.bridge_layout_ops(graph)
+    assert "v" not in shown
+    assert shown.nodes["a"][g.ACTIVATION_BYTES] == "20"
+
+
+def test_a_costly_layout_op_with_no_op_around_it_stays() -> None:
+    shown = views.bridge_layout_ops(_layout_graph({"activation_bytes": "4"}, neighbours=False))
+    assert "v" in shown and list(shown.edges) == [("x", "v"), ("v", "y")]
+
+
+def test_a_layout_op_that_reads_parameters_stays() -> None:
+    shown = views.bridge_layout_ops(_layout_graph({"params": 3}))
+    assert "v" in shown
+
+
+# --- folding -------------------------------------------------------------------------------------
+
+
+def test_fold_plan_segments() -> None:
+    assert views.fold_plan([]) == []
+    assert views.fold_plan(["A"]) == [(0, 1, 1)]
+    assert views.fold_plan(list("AA")) == [(0, 1, 2)]
+    assert views.fold_plan(list("ABBBB")) == [(0, 1, 1), (1, 1, 4)]
+    assert views.fold_plan(list("ASSGSSGSSG")) == [(0, 1, 1), (1, 3, 3)]
+    assert views.fold_plan(list("ABAB")) == [(0, 2, 2)]
+    assert views.fold_plan(list("ABABA")) == [(0, 2, 2), (4, 1, 1)]
+    assert views.fold_plan(list("AAAA")) == [(0, 1, 4)]  # one run, never two pairs
+    assert views.fold_plan(list("AABAAB")) == [(0, 3, 2)]
+    assert views.fold_plan(list("AABB")) == [(0, 1, 2), (2, 1, 2)]
+    eight = list("ABCDEFGH")
+    assert views.fold_plan(eight * 2) == [(0, 8, 2)]
+    nine = list("ABCDEFGHI")
+    assert views.fold_plan(nine * 2) == [(i, 1, 1) for i in range(18)]  # periods above MAX_PERIOD are not sought
+
+
+def test_fold_repeats_names_runs_and_periods() -> None:
+    shown = views.view(chain(list("ABBBB")), 4)
+    assert sorted(shown) == ["stack.layer.0:A", "stack.layer.1-4:B", "x", "y"]
+    node = shown.nodes["stack.layer.1-4:B"]
+    assert (node[g.MODULE], node[g.REPEAT], node[g.PARAMS], node[g.ORDER]) == ("stack.layer.1-4", 4, 40, 2)
+    assert node[g.PARAM_NAMES] == [f"stack.layer.{i}.weight" for i in range(1, 5)]
+    assert node[g.PARAM_BYTES] == 160
+    assert list(shown.edges) == [("x", "stack.layer.0:A"), ("stack.layer.0:A", "stack.layer.1-4:B"), ("stack.layer.1-4:B", "y")]
+
+    periodic = views.view(chain(list("ASSGSSG")), 4)
+    assert sorted(n for n in periodic if n not in "xy") == [
+        "stack.layer.0:A",
+        "stack.layer.1-4/3:S",
+        "stack.layer.2-5/3:S",
+        "stack.layer.3-6/3:G",
+    ]
+    assert periodic.nodes["stack.layer.1-4/3:S"][g.REPEAT] == 2
+    assert periodic.nodes["stack.layer.3-6/3:G"][g.PARAMS] == 20
+    # Within one period the chain stays; between periods it folds away.
+    assert sorted(periodic.edges) == sorted(
+        [
+            ("x", "stack.layer.0:A"),
+            ("stack.layer.0:A", "stack.layer.1-4/3:S"),
+            ("stack.layer.1-4/3:S", "stack.layer.2-5/3:S"),
+            ("stack.layer.2-5/3:S", "stack.layer.3-6/3:G"),
+            ("stack.layer.3-6/3:G", "y"),
+        ]
+    )
+
+
+def test_a_gap_in_the_indices_breaks_the_row() -> None:
+    graph = chain(list("AAAA"))
+    graph = nx.relabel_nodes(graph, {"stack.layer.3:A": "stack.layer.5:A"})
+    graph.nodes["stack.layer.5:A"][g.MODULE] = "stack.layer.5"
+    graph.nodes["stack.layer.5:A"][g.PARAM_NAMES] = ["stack.layer.5.weight"]
+    shown = views.view(graph, 4)
+    assert sorted(n for n in shown if n not in "xy") == ["stack.layer.0-2:A", "stack.layer.5:A"]
+    assert shown.nodes["stack.layer.0-2:A"][g.REPEAT] == 3
+    assert g.REPEAT not in shown.nodes["stack.layer.5:A"]
+
+
+def test_folding_twice_multiplies_the_repeat() -> None:
+    graph = chain(list("AAA"))
+    for node in graph:
+        graph.nodes[node][g.REPEAT] = 2 if graph.nodes[node][g.KIND] == g.OPERATOR else 1
+    shown = views.fold_repeats(graph)
+    assert shown.nodes["stack.layer.0-2:A"][g.REPEAT] == 6
+
+
+def test_node_ids_not_named_after_the_sibling_keep_their_id() -> None:
+    graph = nx.relabel_nodes(chain(list("AA")), {"stack.layer.0:A": "first", "stack.layer.1:A": "second"})
+    shown = views.fold_repeats(graph)
+    assert sorted(shown) == ["first", "x", "y"]
+    assert shown.nodes["first"][g.MODULE] == "stack.layer.0-1"
+    graph = nx.relabel_nodes(chain(list("AA")), {"stack.layer.0:A": "stack.layer.0x", "stack.layer.1:A": "stack.layer.1x"})
+    assert sorted(views.fold_repeats(graph)) == ["stack.layer.0x", "x", "y"]
+    graph = nx.relabel_nodes(chain(list("AA")), {"stack.layer.0:A": "stack.layer.0.a", "stack.layer.1:A": "stack.layer.1.a"})
+    assert sorted(views.fold_repeats(graph)) == ["stack.layer.0-1.a", "x", "y"]
+
+
+def test_a_view_cannot_fold_without_the_operator_content() -> None:
+    shown = views.view(bert_tiny(), 2, fold=False)
+    with pytest.raises(ValueError, match=r"fold a view with the sibling_content\(\) of the operator graph"):
+        views.fold_repeats(shown)
+    assert views.fold_repeats(shown, views.sibling_content(bert_tiny()))  # with it, it folds
+    assert "bert.encoder.layer.0-2" in views.fold_repeats(shown, views.sibling_content(bert_tiny()))
+    assert "bert.encoder.layer.0" in views.fold_repeats(shown, {})  # unknown content folds with none
+
+
+@pytest.mark.parametrize(("edited", "boxes"), [(1, ["0", "1", "2"]), (2, ["0-1", "2"]), (0, ["0", "1-2"])])
+def test_a_layer_that_runs_another_activation_stays_apart(edited: int, boxes: list[str]) -> None:
+    graph = bert_tiny()
+    gelu = f"bert.encoder.layer.{edited}.intermediate.intermediate_act_fn:gelu"
+    graph.nodes[gelu][g.OP] = "relu"
+    for depth in (2, 3, 4):
+        shown = views.view(graph, depth)
+        found = sorted({d[g.MODULE].split(".")[3] for _, d in shown.nodes(data=True) if ".layer." in d[g.MODULE]})
+        assert found == boxes, depth
+
+
+def test_sibling_content_ignores_the_index_only() -> None:
+    content = views.sibling_content(bert_tiny())
+    assert sorted(content) == [f"bert.encoder.layer.{i}" for i in range(3)]
+    assert len(set(content.values())) == 1
+    assert all(len(digest) == 64 for digest in content.values())
+    graph = bert_tiny()
+    graph.edges["bert:ops" if "bert:ops" in graph else next(iter(graph)), next(iter(graph.successors(next(iter(graph)))))]
+    for attribute, value in [
+        (g.MODULE_TYPE, "Other"),
+        (g.TARGET, "aten.gelu.other"),
+        (g.SHAPE, ["batch", "seq", 7]),
+        (g.DTYPE, "float16"),
+        (g.INPUTS, [["batch"]]),
+        (g.ALIAS, True),
+        (g.PARAMS, 1),
+        (g.PARAM_NAMES, ["x"]),
+        (g.SHARED_PARAMS, ["y"]),
+        (g.REPEAT, 2),
+        (g.OWN_OPS, True),
+        (g.KIND, g.MODULE_NODE),
+        (g.ATTENTION, g.CAUSAL),
+    ]:
+        changed = bert_tiny()
+        changed.nodes["bert.encoder.layer.1.intermediate.intermediate_act_fn:gelu"][attribute] = value
+        digests = views.sibling_content(changed)
+        assert digests["bert.encoder.layer.1"] != digests["bert.encoder.layer.0"], attribute
+        assert digests["bert.encoder.layer.0"] == digests["bert.encoder.layer.2"], attribute
+
+
+def test_sibling_content_covers_the_wiring() -> None:
+    gelu = "bert.encoder.layer.1.intermediate.intermediate_act_fn:gelu"
+    for attribute, value in [(g.SHAPE, [1]), (g.DTYPE, "int8"), (g.ALIAS, True), (g.TENSORS, 2)]:
+        changed = bert_tiny()
+        source = next(iter(changed.predecessors(gelu)))
+        changed.edges[source, gelu][attribute] = value
+        digests = views.sibling_content(changed)
+        assert digests["bert.encoder.layer.1"] != digests["bert.encoder.layer.0"], attribute
+    # An op read outside its layer.
+    changed = bert_tiny()
+    changed.add_edge(gelu, "logits")
+    assert len(set(views.sibling_content(changed).values())) == 2
+    # The mask every layer reads counts by where it comes from.
+    changed = bert_tiny()
+    sdpa = "bert.encoder.layer.1.attention.self:scaled_dot_product_attention"
+    mask = [s for s in changed.predecessors(sdpa) if ".layer." not in s]
+    assert len(mask) == 1
+    changed.add_node("other_mask", **dict(changed.nodes[mask[0]]))
+    data = changed.edges[mask[0], sdpa]
+    changed.remove_edge(mask[0], sdpa)
+    changed.add_edge("other_mask", sdpa, **data)
+    changed.add_edge("other_mask", "bert.encoder.layer.2.attention.self:scaled_dot_product_attention", **data)
+    changed.remove_edge(mask[0], "bert.encoder.layer.2.attention.self:scaled_dot_product_attention")
+    digests = views.sibling_content(changed)
+    assert digests["bert.encoder.layer.1"] == digests["bert.encoder.layer.2"] != digests["bert.encoder.layer.0"]
+
+
+def test_the_relative_path_cuts_only_the_sibling() -> None:
+    assert views._relative("a.layer.3.x", "a.layer.3") == ".x"
+    assert views._relative("a.layer.3", "a.layer.3") == ""
+    assert views._relative("a.layer.30.x", "a.layer.3") == "a.layer.30.x"
+
+
+# --- merging -------------------------------------------------------------------------------------
+
+
+def test_merged_edges_count_the_tensors_they_stand_for() -> None:
+    graph = g.new_graph()
+    graph.add_node("x", **g.io_attributes(g.INPUT, [2], "float32", 0))
+    graph.add_node("p", **op("a.p", "linear", 1))
+    graph.add_node("q", **op("a.q", "linear", 2))
+    graph.add_node("r", **op("b", "add", 3))
+    graph.add_node("s", **op("b", "mul", 4))
+    graph.add_edges_from([("x", "p"), ("x", "q"), ("p", "r"), ("q", "r"), ("p", "s")], shape=[2], dtype="float32")
+    shown = views.merge_nodes(graph, lambda node, data: data[g.MODULE].split(".")[0])
+    assert sorted(shown.edges) == [("a", "b"), ("x", "a")]
+    assert shown.edges["a", "b"][g.TENSORS] == 2
+    assert g.TENSORS not in shown.edges["x", "a"]  # one tensor, read twice
+    assert shown.nodes["a"][g.OPS] == ["linear"]
+    assert shown.nodes["b"][g.OPS] == ["add", "mul"]
+    assert shown.nodes["b"][g.ORDER] == 3
+
+
+def test_own_ops_split_into_connected_pieces() -> None:
+    graph = g.new_graph()
+    graph.add_node("x", **g.io_attributes(g.INPUT, [2], "float32", 0))
+    graph.add_node("first", **op("m", "slice", 1, module_type="M"))
+    graph.add_node("child", **op("m.c", "linear", 2, params=5))
+    graph.add_node("second", **op("m", "add", 3, module_type="M"))
+    graph.add_node("third", **op("m", "mul", 4, module_type="M"))
+    graph.add_edges_from([("x", "first"), ("first", "child"), ("child", "second"), ("second", "third")])
+    graph.graph[g.G_MODULES] = {"m": {"type": "M"}, "m.c": {"type": "Linear"}}
+    shown = views.collapse(graph, 2)
+    assert list(shown) == ["x", "m:ops", "m.c", "m:ops.1"]
+    assert shown.nodes["m:ops.1"][g.OPS] == ["add", "mul"]
+    assert shown.nodes["m:ops"][g.OWN_OPS] is True and shown.nodes["m:ops"][g.MODULE] == "m"
+    assert shown.nodes["m.c"][g.MODULE_TYPE] == "Linear" and g.OWN_OPS not in shown.nodes["m.c"]
+    assert shown.nodes["m:ops.1"][g.SHAPE] == ["batch", 4]
+    # At depth 1 everything is the module m.
+    assert list(views.collapse(graph, 1)) == ["x", "m"]
+    assert views.collapse(graph, 1).nodes["m"][g.PARAMS] == 5
+
+
+def test_a_group_spanning_modules_is_marked_own_ops() -> None:
+    graph = g.new_graph()
+    graph.add_node("a", **op("m.a", "linear", 0, module_type="Linear"))
+    graph.add_node("b", **op("n.b", "relu", 1, module_type="ReLU", repeat=3))
+    graph.add_edge("a", "b")
+    shown = views.merge_nodes(graph, lambda node, data: "group")
+    node = shown.nodes["group"]
+    assert node[g.OWN_OPS] is True
+    assert node[g.MODULE] == "m.a" and node[g.MODULE_TYPE] == "Linear"
+    assert node[g.REPEAT] == 3
+    assert node[g.SHAPE] == ["batch", 4]
+
+
+def test_the_exit_node_is_the_last_one_read_outside() -> None:
+    graph = g.new_graph()
+    graph.add_node("a", **op("m", "linear", 0, shape=[1]))
+    graph.add_node("b", **op("m", "relu", 1, shape=[2]))
+    graph.add_node("c", **op("m", "add", 2, shape=[3]))
+    graph.add_node("d", **op("n", "mul", 3, shape=[4]))
+    graph.add_edges_from([("a", "b"), ("b", "d"), ("a", "c"), ("c", "b")])
+    assert views._exit_node(graph, ["a", "b", "c"]) == "b"
+    assert views._exit_node(graph, ["d"]) == "d"
+    shown = views.merge_nodes(graph, lambda node, data: data[g.MODULE])
+    assert shown.nodes["m"][g.SHAPE] == [2]
+
+
+def test_keep_ids_keeps_a_lone_op_as_it_is() -> None:
+    graph = g.new_graph()
+    graph.add_node("a", **op("m", "linear", 0))
+    graph.add_node("b", **op("m", "relu", 1))
+    graph.add_edge("a", "b")
+    shown = views.merge_nodes(graph, lambda node, data: node, keep_ids=True)
+    assert dict(shown.nodes(data=True)) == dict(graph.nodes(data=True))
+    merged = views.merge_nodes(graph, lambda node, data: node)
+    assert merged.nodes["a"][g.KIND] == g.MODULE_NODE
+
+
+# --- keeping views -------------------------------------------------------------------------------
+
+
+def test_kept_views_are_computed_once_and_handed_out_as_copies() -> None:
+    graph = bert_tiny()
+    kept = views.KeptViews()
+    kept.add(graph)
+    kept.add(graph)  # adding twice keeps what was computed
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert kept.get(graph, "k", compute) == 1 and kept.get(graph, "k", compute) == 1
+    assert kept.get(bert_tiny(), "k", compute) == 2  # another graph is not kept
+    with kept.active():
+        first = views.view(graph, 2)
+        first.remove_node("classifier")
+        second = views.view(graph, 2)
+        assert "classifier" in second
+        assert views.sibling_content(graph) is not views.sibling_content(graph)
+        assert views.sibling_content(graph) == views.sibling_content(bert_tiny())
+        stored = kept._graphs[id(graph)][1]
+        assert ("view", 2, True) in stored and "sibling_content" in stored
+    assert views._KEPT.get() is None
+    assert views.view(graph, 2).nodes(data=True) == second.nodes(data=True)
+
+
+def test_kept_views_end_with_their_block_even_on_error() -> None:
+    kept = views.KeptViews()
+    with pytest.raises(RuntimeError), kept.active():
+        raise RuntimeError
+    assert views._KEPT.get() is None
