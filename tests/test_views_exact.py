@@ -551,3 +551,140 @@ def test_kept_views_end_with_their_block_even_on_error() -> None:
     with pytest.raises(RuntimeError), kept.active():
         raise RuntimeError
     assert views._KEPT.get() is None
+
+
+# --- cases found by mutation testing ---------------------------------------------------------------
+
+
+def test_without_a_backbone_no_module_is_skipped() -> None:
+    assert views.display_levels("XXXX.a") == ("XXXX", "XXXX.a")  # the default: no backbone
+    assert views.display_name("XXXX.a") == "XXXX.a"
+    graph = chain(list("AB"), container="XXXX.layer")
+    del graph.graph[g.G_BACKBONE]
+    assert [m[0] for m in modules(views.view(graph, 1))] == ["XXXX"]
+    assert [m[0] for m in modules(views.view(graph, 2))] == ["XXXX.layer.0", "XXXX.layer.1"]
+
+
+def test_a_graph_without_a_module_table_has_every_view() -> None:
+    graph = chain(list("AAB"))
+    del graph.graph[g.G_MODULES]
+    shown = views.view(graph, 3)
+    assert sorted(n for n in shown if n not in "xy") == ["stack.layer.0-1", "stack.layer.2"]
+    assert g.total_params(shown) == 30
+
+
+def test_ops_of_the_model_itself_stay_outside_the_backbone() -> None:
+    graph = chain(list("A"), container="b.layer")
+    graph.graph[g.G_BACKBONE] = "b"
+    graph.add_node("root", **op("", "add", 5, module_type="Toy"))
+    graph.add_edge("b.layer.0:A", "root")
+    shown = views.collapse(graph, 1)
+    assert list(shown) == ["x", "b.layer.0", "y", ":ops"]  # not merged into the backbone
+    assert shown.nodes[":ops"][g.OPS] == ["add"]
+
+
+def test_top_level_leaf_modules_are_single_nodes_in_the_anatomy() -> None:
+    shown = views.view(bert_tiny(), 3)
+    assert shown.nodes["classifier"][g.KIND] == g.MODULE_NODE
+    assert shown.nodes["classifier"][g.PARAMS] == 258
+    assert shown.nodes["dropout"][g.MODULE_TYPE] == "Dropout"
+
+
+def test_separate_own_computations_of_one_module_are_numbered() -> None:
+    graph = g.new_graph(**{g.G_MODULES: {"": {"type": "Toy"}, "m": {"type": "M"}, "m.c": {"type": "Linear"}}})
+    graph.add_node("x", **g.io_attributes(g.INPUT, [2], "float32", 0))
+    graph.add_node("z1", **op("m", "slice", 1, module_type="M"))
+    graph.add_node("y1", **op("m", "mul", 2, module_type="M"))
+    graph.add_node("child", **op("m.c", "linear", 3, params=5))
+    graph.add_node("b2", **op("m", "add", 4, module_type="M"))
+    graph.add_node("a2", **op("m", "mul", 5, module_type="M"))
+    graph.add_edges_from([("x", "z1"), ("z1", "y1"), ("y1", "child"), ("child", "b2"), ("b2", "a2")])
+    shown = views.anatomy(graph)
+    assert list(shown) == ["x", "m:ops.0", "m.c", "m:ops.1"]
+    assert shown.nodes["m:ops.0"][g.OPS] == ["slice", "mul"]  # in execution order, not by id
+    assert shown.nodes["m:ops.1"][g.OPS] == ["add", "mul"]
+    assert shown.nodes["m:ops.1"][g.ORDER] == 4
+    collapsed = views.collapse(graph, 2)
+    assert list(collapsed) == ["x", "m:ops", "m.c", "m:ops.1"]
+    assert collapsed.nodes["m:ops"][g.OPS] == ["slice", "mul"]
+
+
+def test_a_layout_op_that_cannot_hand_on_its_cost_does_not_stop_the_others() -> None:
+    graph = _layout_graph({"activation_bytes": "4"}, neighbours=False)  # v stays: no op around it
+    graph.add_node("x2", **g.io_attributes(g.INPUT, ["batch", 4], "float32", 7))
+    graph.add_node("w", **op("m", "view", 8, module_type="M"))
+    graph.add_node("k", **op("m.k", "relu", 9, activation_bytes="8"))
+    graph.add_node("y2", **g.io_attributes(g.OUTPUT, ["batch", 4], "float32", 10))
+    graph.add_edges_from([("x2", "w"), ("w", "k"), ("k", "y2")], shape=["batch", 4], dtype="float32")
+    shown = views.bridge_layout_ops(graph)
+    assert "v" in shown and "w" not in shown
+    assert shown.has_edge("x2", "k")
+
+
+def test_bridged_edges_carry_the_tensor_and_keep_existing_edges() -> None:
+    graph = _layout_graph({"activation_bytes": "0"})
+    graph.edges["v", "b"].update(shape=["batch", 8], args=[1])
+    graph.add_edge("a", "b", shape=["batch", 2], args=[0])
+    shown = views.bridge_layout_ops(graph)
+    assert shown.edges["a", "b"] == {"shape": ["batch", 2], "args": [0]}  # the edge that was there stays
+    assert shown.edges["a", "c"] == {"shape": ["batch", 4], "dtype": "float32"}
+
+
+def test_a_free_layout_op_with_no_op_around_it_is_bridged() -> None:
+    shown = views.bridge_layout_ops(_layout_graph({"activation_bytes": "0"}, neighbours=False))
+    assert "v" not in shown and list(shown.edges) == [("x", "y")]
+
+
+def test_cost_goes_to_the_earliest_reader_by_execution_order_not_by_name() -> None:
+    graph = _layout_graph({"activation_bytes": "4"})
+    graph = nx.relabel_nodes(graph, {"b": "late", "c": "early"})
+    graph.nodes["late"][g.ORDER], graph.nodes["early"][g.ORDER] = 4, 3
+    shown = views.bridge_layout_ops(graph)
+    assert shown.nodes["early"][g.ACTIVATION_BYTES] == "20"
+    assert shown.nodes["late"][g.ACTIVATION_BYTES] == "16"
+
+
+def test_without_readers_cost_goes_to_the_latest_input() -> None:
+    graph = _layout_graph({"activation_bytes": "4"})
+    for node in ("b", "c"):
+        graph.nodes[node][g.KIND] = g.OUTPUT
+    graph.add_node("z", **op("m.z", "linear", 0, activation_bytes="16"))  # an earlier input, named last
+    graph.add_edge("z", "v")
+    graph.nodes["a"][g.ORDER] = 1
+    shown = views.bridge_layout_ops(graph)
+    assert shown.nodes["a"][g.ACTIVATION_BYTES] == "20"
+    assert shown.nodes["z"][g.ACTIVATION_BYTES] == "16"
+    graph = nx.relabel_nodes(graph, {"a": "zz", "z": "aa"})
+    shown = views.bridge_layout_ops(graph)
+    assert shown.nodes["zz"][g.ACTIVATION_BYTES] == "20"
+
+
+def test_fold_plan_prefers_the_longest_cover() -> None:
+    assert views.fold_plan(list("AAABAAAB")) == [(0, 4, 2)]
+    assert views.fold_plan(list("ABABAB")) == [(0, 2, 3)]
+
+
+def test_a_period_of_two_is_named_with_its_step() -> None:
+    shown = views.view(chain(list("ABAB")), 4)
+    assert sorted(n for n in shown if n not in "xy") == ["stack.layer.0-2/2:A", "stack.layer.1-3/2:B"]
+
+
+def test_folded_ops_without_parameter_names() -> None:
+    graph = chain(list("AA"), params=0)
+    for _, data in graph.nodes(data=True):
+        data.pop(g.PARAM_NAMES, None)
+    shown = views.fold_repeats(graph)
+    assert shown.nodes["stack.layer.0-1:A"][g.PARAM_NAMES] == []
+    assert shown.nodes["stack.layer.0-1:A"][g.PARAMS] == 0
+
+
+def test_the_first_of_merged_edges_gives_the_folded_edge_its_facts() -> None:
+    graph = chain(list("AAA"))
+    graph = nx.relabel_nodes(graph, {"stack.layer.0:A": "c0", "stack.layer.1:A": "b1", "stack.layer.2:A": "a2"})
+    graph.add_node("m", **g.io_attributes(g.INPUT, ["batch", 4], "bool", 0))
+    for number, node in enumerate(["c0", "b1", "a2"]):
+        graph.add_edge("m", node, shape=["batch", 4], dtype="bool", args=[number + 1])
+    shown = views.fold_repeats(graph)
+    assert sorted(shown) == ["c0", "m", "x", "y"]
+    assert shown.nodes["c0"][g.REPEAT] == 3
+    assert shown.edges["m", "c0"]["args"] == [1]  # the first layer's, in execution order
