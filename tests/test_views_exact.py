@@ -360,7 +360,7 @@ def test_node_ids_not_named_after_the_sibling_keep_their_id() -> None:
 
 def test_a_view_cannot_fold_without_the_operator_content() -> None:
     shown = views.view(bert_tiny(), 2, fold=False)
-    with pytest.raises(ValueError, match=r"fold a view with the sibling_content\(\) of the operator graph"):
+    with pytest.raises(ValueError, match=r"^fold a view with the sibling_content\(\) of the operator graph it was made from$"):
         views.fold_repeats(shown)
     assert views.fold_repeats(shown, views.sibling_content(bert_tiny()))  # with it, it folds
     assert "bert.encoder.layer.0-2" in views.fold_repeats(shown, views.sibling_content(bert_tiny()))
@@ -571,6 +571,7 @@ def test_a_graph_without_a_module_table_has_every_view() -> None:
     shown = views.view(graph, 3)
     assert sorted(n for n in shown if n not in "xy") == ["stack.layer.0-1", "stack.layer.2"]
     assert g.total_params(shown) == 30
+    assert views.view(graph, 1).nodes["stack"][g.MODULE_TYPE] == ""  # unknown: not the model's class
 
 
 def test_ops_of_the_model_itself_stay_outside_the_backbone() -> None:
@@ -688,3 +689,76 @@ def test_the_first_of_merged_edges_gives_the_folded_edge_its_facts() -> None:
     assert sorted(shown) == ["c0", "m", "x", "y"]
     assert shown.nodes["c0"][g.REPEAT] == 3
     assert shown.edges["m", "c0"]["args"] == [1]  # the first layer's, in execution order
+
+
+def test_merged_edges_take_the_facts_of_the_first_edge_in_execution_order() -> None:
+    graph = g.new_graph()
+    graph.add_node("s1", **op("a", "linear", 1))
+    graph.add_node("s2", **op("a", "relu", 2))
+    graph.add_node("t1", **op("b", "add", 3))
+    graph.add_node("t2", **op("b", "mul", 4))
+    graph.add_edge("s1", "t2", args=[1])
+    graph.add_edge("s2", "t1", args=[2])
+    shown = views.merge_nodes(graph, lambda node, data: data[g.MODULE])
+    assert shown.edges["a", "b"]["args"] == [1]  # from s1, the earlier source
+    graph = g.new_graph()
+    graph.add_node("s", **op("a", "linear", 1))
+    graph.add_node("b_first", **op("b", "add", 2))
+    graph.add_node("a_second", **op("b", "mul", 3))
+    graph.add_edge("s", "a_second", args=[2])
+    graph.add_edge("s", "b_first", args=[1])
+    shown = views.merge_nodes(graph, lambda node, data: data[g.MODULE])
+    assert shown.edges["a", "b"]["args"] == [1]  # to the earlier target, whatever its name
+
+
+def test_the_exit_node_is_chosen_by_execution_order() -> None:
+    graph = g.new_graph()
+    graph.add_node("z", **op("m", "linear", 0, shape=[1]))
+    graph.add_node("a", **op("m", "relu", 2, shape=[2]))
+    graph.add_node("out", **op("n", "add", 3))
+    graph.add_edges_from([("z", "out"), ("a", "out")])
+    assert views._exit_node(graph, ["z", "a"]) == "a"
+    assert views._exit_node(graph, ["a", "z"]) == "a"
+
+
+def test_repeat_is_recorded_only_for_folded_nodes() -> None:
+    unfolded = views.view(bert_tiny(), 2, fold=False)
+    assert not any(g.REPEAT in d for _, d in unfolded.nodes(data=True))
+    pair = views.view(chain(list("AA")), 2)
+    assert pair.nodes["stack.layer.0-1"][g.REPEAT] == 2
+
+
+def test_a_top_level_list_folds() -> None:
+    shown = views.view(chain(list("AAA"), container="layers"), 4)
+    assert sorted(n for n in shown if n not in "xy") == ["layers.0-2:A"]
+
+
+def test_modules_in_a_list_container_that_are_not_numbered_are_not_siblings() -> None:
+    graph = chain(list("AA"))
+    graph.add_node("norm", **op("stack.layer.norm", "layer_norm", 3, module_type="LayerNorm"))
+    graph.add_edge("stack.layer.1:A", "norm")
+    graph.nodes["y"][g.ORDER] = 4
+    shown = views.view(graph, 4)
+    assert sorted(n for n in shown if n not in "xy") == ["norm", "stack.layer.0-1:A"]
+
+
+def test_sibling_content_covers_module_paths_and_where_inputs_come_from() -> None:
+    changed = bert_tiny()
+    changed.nodes["bert.encoder.layer.1.intermediate.intermediate_act_fn:gelu"][g.MODULE] = (
+        "bert.encoder.layer.1.intermediate.act"
+    )
+    digests = views.sibling_content(changed)
+    assert digests["bert.encoder.layer.1"] != digests["bert.encoder.layer.0"] == digests["bert.encoder.layer.2"]
+    # Two masks, each read by two layers: the layers reading the same mask fold together.
+    graph = chain(list("AAAA"))
+    for mask, readers in (("m1", (0, 1)), ("m2", (2, 3))):
+        graph.add_node(mask, **g.io_attributes(g.INPUT, ["batch", 4], "bool", 0))
+        for index in readers:
+            graph.add_edge(mask, f"stack.layer.{index}:A", shape=["batch", 4], dtype="bool")
+    shown = views.fold_repeats(graph)
+    assert sorted(n for n in shown if n.startswith("stack")) == ["stack.layer.0-1:A", "stack.layer.2-3:A"]
+    # The tensor passed in from the layer before counts by its facts.
+    graph = chain(list("AAA"))
+    graph.edges["stack.layer.0:A", "stack.layer.1:A"][g.DTYPE] = "float16"
+    content = views.sibling_content(graph)
+    assert content["stack.layer.1"] != content["stack.layer.2"]
