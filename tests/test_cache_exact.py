@@ -75,7 +75,9 @@ def test_the_identity_of_weights_files(tmp_path: Path) -> None:
     missing = tmp_path / "gone.bin"
     assert cache._file_identity(missing) == {"files": [[str(missing), None, None]]}
     index = tmp_path / "model.safetensors.index.json"
-    index.write_text(json.dumps({"weight_map": {"a": "two.safetensors", "b": "one.safetensors", "c": "two.safetensors"}}))
+    index.write_text(
+        json.dumps({"weight_map": {"a": "two.safetensors", "b": "one.safetensors", "c": "two.safetensors"}})
+    )
     (tmp_path / "one.safetensors").write_bytes(b"1")
     files = cache._file_identity(index)["files"]  # type: ignore[index]
     assert [Path(f[0]).name for f in files] == ["model.safetensors.index.json", "one.safetensors", "two.safetensors"]
@@ -191,7 +193,9 @@ REFUSED = {
     "another head": _with_graph(lambda d: d["graph"].update(head="base")),
     "another class": _with_graph(lambda d: d["graph"].update(model_class="BertModel")),
     "other sizes": _with_graph(lambda d: d["graph"]["config"].update(layers=2)),
-    "a parameter too many": _with_graph(lambda d: d["graph"]["parameters"][0].update(numel=d["graph"]["parameters"][0]["numel"] + 1)),
+    "a parameter too many": _with_graph(
+        lambda d: d["graph"]["parameters"][0].update(numel=d["graph"]["parameters"][0]["numel"] + 1)
+    ),
     "not node-link": _with_graph(lambda d: d.pop("nodes")),
     "an unsound graph": _with_graph(lambda d: d["edges"].append({"source": "logits", "target": "nowhere"})),
 }

@@ -48,7 +48,7 @@ def test_canonical_names_of_ops_without_module_or_op() -> None:
 def test_ordered_copy_inserts_in_execution_order() -> None:
     result = g.ordered_copy(_graph())
     assert list(result) == ["in", "n3", "n7", "n9", "n1", "out"]
-    assert list(result.edges)[0] == ("in", "n3")
+    assert next(iter(result.edges)) == ("in", "n3")
     assert result.graph == {"name": "toy"}
 
 

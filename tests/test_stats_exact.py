@@ -175,13 +175,23 @@ def test_summary_rows_unfolded_and_by_depth() -> None:
     per_layer = sum(1 for row in rows if row["path"].startswith("bert.encoder.layer.1"))
     assert len(rows) == len(stats.summary_rows(bert_tiny())) + 2 * per_layer
     shallow = stats.summary_rows(bert_tiny(), depth=1)
-    assert [row["path"] for row in shallow] == ["", "bert", "bert.embeddings", "bert.encoder", "bert.pooler", "classifier", "dropout"]
+    assert [row["path"] for row in shallow] == [
+        "",
+        "bert",
+        "bert.embeddings",
+        "bert.encoder",
+        "bert.pooler",
+        "classifier",
+        "dropout",
+    ]
     assert [row["path"] for row in stats.summary_rows(bert_tiny(), depth=0)] == ["", "bert"]
 
 
 def test_periodic_siblings_are_named_by_their_indices() -> None:
     rows = stats.summary_rows(chain(list("ASSGSSG")))
-    layers = [(r["name"], r["params"], r.get("each"), r.get("repeat"), r.get("period")) for r in rows if r["level"] == 3]
+    layers = [
+        (r["name"], r["params"], r.get("each"), r.get("repeat"), r.get("period")) for r in rows if r["level"] == 3
+    ]
     assert layers == [
         ("(0)", 10, None, None, None),
         ("(1, 4)", 20, 10, 2, 3),
@@ -277,7 +287,8 @@ def test_the_diff_lists_changed_modules_by_their_own_parameters() -> None:
     a, b = bert_tiny(), bert_tiny()
     b.graph[g.G_MODULES]["classifier"] = {"type": "Linear", "sizes": "128 → 3"}
     b.graph[g.G_PARAMETERS] = [
-        dict(row, numel=row["numel"] // 2 * 3) if row["module"] == "classifier" else row for row in b.graph[g.G_PARAMETERS]
+        dict(row, numel=row["numel"] // 2 * 3) if row["module"] == "classifier" else row
+        for row in b.graph[g.G_PARAMETERS]
     ]
     b.graph[g.G_MODULES]["bert.pooler.extra"] = {"type": "Extra", "sizes": ""}
     b.graph[g.G_MODULES]["bert.pooler.extra.inner"] = {"type": "Inner", "sizes": ""}

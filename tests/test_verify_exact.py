@@ -64,7 +64,9 @@ def module(offset: float = 0.0, extra_dim: bool = False, fail: bool = False) -> 
     import torch
 
     class Toy(torch.nn.Module):
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **rest: torch.Tensor) -> tuple[torch.Tensor]:
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **rest: torch.Tensor
+        ) -> tuple[torch.Tensor]:
             if fail:
                 raise RuntimeError("index out of range in self\nmore detail")
             out = input_ids.double() * attention_mask.double() + offset
@@ -76,7 +78,9 @@ def module(offset: float = 0.0, extra_dim: bool = False, fail: bool = False) -> 
 def test_parity_checks_describe_their_size() -> None:
     check = verify.ParityCheck((3, 45), ("batch", "sequence"), 2, {})
     assert check.size_label() == "batch 3 × sequence 45 (2 rows padded)"
-    assert verify.ParityCheck((3, 45), ("batch", "sequence"), 1, {}).size_label() == "batch 3 × sequence 45 (1 row padded)"
+    assert (
+        verify.ParityCheck((3, 45), ("batch", "sequence"), 1, {}).size_label() == "batch 3 × sequence 45 (1 row padded)"
+    )
     assert verify.ParityCheck((1, 19), ("batch", "sequence"), 0, {}).size_label() == "batch 1 × sequence 19"
 
 
@@ -167,7 +171,7 @@ def test_random_inputs_are_seeded_and_within_the_vocabulary() -> None:
     assert sorted(feeds) == ["attention_mask", "input_ids", "token_type_ids"]
     assert all(array.shape == (3, 45) and array.dtype == np.int64 for array in feeds.values())
     assert feeds["attention_mask"].tolist() == verify._padding_mask((3, 45), 2).tolist()
-    assert 0 <= feeds["input_ids"].min() and feeds["input_ids"].max() < 30522
+    assert feeds["input_ids"].min() >= 0 and feeds["input_ids"].max() < 30522
     assert feeds["input_ids"].max() > 30522 // 2
     assert set(np.unique(feeds["token_type_ids"]).tolist()) == {0, 1}
     again = verify.random_inputs(bert(), (3, 45), 2, seed=0)
@@ -226,7 +230,10 @@ def test_the_checker_accepts_a_sound_file_and_rejects_a_broken_one(toy_file: Pat
 def test_reference_outputs_run_pytorch_at_both_sizes() -> None:
     said: list[str] = []
     references = verify.reference_outputs(module(), bert(), said.append)
-    assert said == ["running PyTorch at batch 1 × sequence 19", "running PyTorch at batch 3 × sequence 45 (2 rows padded)"]
+    assert said == [
+        "running PyTorch at batch 1 × sequence 19",
+        "running PyTorch at batch 3 × sequence 45 (2 rows padded)",
+    ]
     assert [r.check.shape for r in references] == [(1, 19), (3, 45)]
     assert [r.check.padded_rows for r in references] == [0, 2]
     assert [r.check.dims for r in references] == [("batch", "sequence")] * 2
@@ -236,7 +243,10 @@ def test_reference_outputs_run_pytorch_at_both_sizes() -> None:
     second = verify.random_inputs(bert(), (3, 45), 2, seed=verify.SEED + 1)
     assert (references[1].feeds["input_ids"] == second["input_ids"]).all()
     assert references[1].outputs[0].dtype == np.float32
-    assert references[1].outputs[0].tolist() == (second["input_ids"] * second["attention_mask"]).astype(np.float32).tolist()
+    assert (
+        references[1].outputs[0].tolist()
+        == (second["input_ids"] * second["attention_mask"]).astype(np.float32).tolist()
+    )
     assert verify.reference_outputs(module(), bert())  # no progress: quiet
 
 
@@ -300,7 +310,8 @@ def test_another_shape_fails(toy_file: Path) -> None:
     with pytest.raises(OnnxError) as caught:
         verify.verify_parity(toy_file, references)
     assert str(caught.value) == (
-        "onnxruntime gives logits the shape [1, 19] at batch 1 × sequence 19, PyTorch [1, 19, 1]; the file was not written"
+        "onnxruntime gives logits the shape [1, 19] at batch 1 × sequence 19, PyTorch [1, 19, 1]; "
+        "the file was not written"
     )
 
 

@@ -1,0 +1,33 @@
+"""The committed bert-tiny graphs the in-process tests read are what bertgraph traces today.
+
+When the graph code changes what a trace holds, rewrite them with::
+
+    .venv/bin/bertgraph graph bert-tiny --layers 3 --no-cache -o tests/fixtures/bert-tiny-3-base.json
+    .venv/bin/bertgraph graph bert-tiny --layers 3 --head sequence-classification --no-cache \\
+        -o tests/fixtures/bert-tiny-3-sequence-classification.json
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import bertgraph
+from bertgraph.graph import io as graph_io
+from bertgraph.graph import schema as g
+from tests.graph_fixtures import HEADS, bert_tiny, fixture_path
+
+
+def _comparable(graph: object) -> str:
+    data = graph_io.to_node_link(graph)  # type: ignore[arg-type]
+    data["graph"].pop(g.G_VERSIONS)  # the installed torch and transformers may differ from the writer's
+    return json.dumps(data, sort_keys=True)
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_the_committed_graph_is_a_fresh_trace(head: str) -> None:
+    fresh = bertgraph.trace("bert-tiny", head, cache=False, layers=3).graph
+    assert _comparable(bert_tiny(head)) == _comparable(fresh), (
+        f"rewrite {fixture_path(head)} (see this file's docstring)"
+    )
