@@ -314,3 +314,17 @@ def test_the_diff_orders_added_modules_as_the_model_does() -> None:
         {"module": "stack.layer.1", "type": "Block", "sizes": "", "params": 10},
         {"module": "stack.layer.2", "type": "Block", "sizes": "", "params": 10},
     ]
+
+
+def test_a_graph_that_records_little_still_has_a_summary_and_a_diff() -> None:
+    graph = chain(list("AB"))
+    for key in (g.G_NAME, g.G_HEAD, g.G_MODEL_CLASS, g.G_BACKBONE):
+        del graph.graph[key]
+    result = stats.summary(graph)
+    assert (result["model"], result["head"], result["model_class"], result["example"]) == ("", "", "", {})
+    other = chain(list("ABC"))
+    del other.graph[g.G_BACKBONE]
+    other.graph[g.G_MODULES]["stack.layer.2"] = {}  # no type, no sizes recorded
+    changes = stats.diff(graph, other)
+    assert changes["added"] == [{"module": "stack.layer.2", "type": "", "sizes": "", "params": 10}]
+    assert (changes["a"]["model"], changes["a"]["head"], changes["a"]["model_class"]) == ("", "", "")

@@ -344,3 +344,37 @@ def test_a_file_onnxruntime_cannot_load_or_run(tmp_path: Path, toy_file: Path) -
     fewer = write_model(tmp_path / "fewer.onnx", ("input_ids", "attention_mask", "token_type_ids", "position_ids"))
     with pytest.raises(OnnxError, match=r"^onnxruntime failed at batch 1 × sequence 19: "):
         verify.verify_parity(fewer, references)
+
+
+def test_the_full_check_infers_types(tmp_path: Path, toy_file: Path) -> None:
+    model = onnx.load(str(toy_file))
+    model.graph.node[2].input[1] = "attention_mask"  # float × int64: only type inference sees it
+    onnx.checker.check_model(model)  # the plain check passes
+    mixed = tmp_path / "mixed.onnx"
+    onnx.save(model, str(mixed))
+    with pytest.raises(OnnxError, match="onnx.checker rejected the exported model"):
+        verify.check_file(mixed)
+
+
+def test_a_checker_error_after_a_signal_is_the_interruption(
+    tmp_path: Path, toy_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    from bertgraph import interrupts
+
+    model = onnx.load(str(toy_file))
+    model.graph.node[2].input[1] = "nowhere"
+    broken = tmp_path / "broken.onnx"
+    onnx.save(model, str(broken))
+    monkeypatch.setattr(interrupts, "_received", [signal.SIGINT])
+    with pytest.raises(interrupts.Interrupted) as caught:
+        verify.check_file(broken)
+    assert isinstance(caught.value.__cause__, onnx.checker.ValidationError)
+    monkeypatch.setattr(onnx.checker, "check_model", lambda *args, **kwargs: (_ for _ in ()).throw(OSError("native")))
+    with pytest.raises(interrupts.Interrupted) as caught:
+        verify.check_file(broken)
+    assert isinstance(caught.value.__cause__, OSError)
+    monkeypatch.setattr(interrupts, "_received", [])
+    with pytest.raises(OSError, match="native"):
+        verify.check_file(broken)
