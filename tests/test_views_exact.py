@@ -773,3 +773,10 @@ def test_sibling_content_covers_module_paths_and_where_inputs_come_from() -> Non
     graph.edges["stack.layer.0:A", "stack.layer.1:A"][g.DTYPE] = "float16"
     content = views.sibling_content(graph)
     assert content["stack.layer.1"] != content["stack.layer.2"]
+
+
+def test_the_default_view_is_level_two_folded() -> None:
+    graph = bert_tiny()
+    default = views.view(graph)
+    assert list(default) == list(views.view(graph, 2, fold=True))
+    assert "bert.encoder.layer.0-2" in default
