@@ -12,3 +12,32 @@ def test_markdown_text_spells_out_ampersands_and_angle_brackets() -> None:
     assert escape.markdown_text(text) == "&amp;amp; &amp; &lt;b&gt; x&gt;y"
     html = MarkdownIt("commonmark").render(escape.markdown_text(text))
     assert html == "<p>&amp;amp; &amp; &lt;b&gt; x&gt;y</p>\n"  # the reader sees the input as written
+
+
+def test_dot_ids_of_names_with_nothing_safe_and_of_many_clashes() -> None:
+    assert escape.dot_id("&;", {}) == "_"
+    seen: dict[str, str] = {}
+    assert [escape.dot_id(name, seen) for name in ["a&b", "a<b", "a>b", "a b"]] == ["a_b", "a_b_2", "a_b_3", "a_b_4"]
+
+
+def test_mermaid_ids_strip_underscores_and_number_clashes() -> None:
+    assert escape.mermaid_id("__x__") == "n_x"
+    assert escape.mermaid_id(" x ") == "n_x"
+    taken: set[str] = set()
+    assert [escape.mermaid_id(name, taken) for name in ["a.b", "a-b", "a b", "a:b"]] == [
+        "n_a_b",
+        "n_a_b_2",
+        "n_a_b_3",
+        "n_a_b_4",
+    ]
+    assert taken == {"n_a_b", "n_a_b_2", "n_a_b_3", "n_a_b_4"}
+
+
+def test_mermaid_front_matter_keeps_letters_and_joins_lines() -> None:
+    assert escape.mermaid_front_matter("modèle\nbase") == '"modèle base"'
+
+
+def test_markdown_code_spans() -> None:
+    assert escape.markdown_code("XY") == "`XY`"
+    assert escape.markdown_code("a|b") == "a\\|b"
+    assert escape.markdown_code("  ") == "  "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import networkx as nx
 
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
+from tests.graph_fixtures import chain
 
 ROUND_TRIP = """
 import sys
@@ -66,3 +68,32 @@ def test_graphml_skips_missing_values_only(tmp_path: Path) -> None:
     graph_io.write_graphml(graph, tmp_path / "x.graphml")
     back = graph_io.read_graphml(tmp_path / "x.graphml")
     assert back.nodes["x"] == {g.KIND: g.INPUT, g.SHAPE: ["batch"], g.ORDER: 0}
+
+
+def test_ids_that_xml_cannot_tell_apart_are_numbered() -> None:
+    graph = g.new_graph()
+    for order, name in enumerate(["a\x00", "a\x01", "a\x02", "b"]):
+        graph.add_node(name, **{g.ORDER: order})
+    assert list(graph_io._xml_ids(graph).values()) == ["a\ufffd", "a\ufffd~2", "a\ufffd~3", "b"]
+
+
+def test_graphml_keeps_edge_attributes(tmp_path: Path) -> None:
+    graph = chain(list("AB"))
+    graph.edges["x", "stack.layer.0:A"]["args"] = [0, 1]
+    ready = graph_io.graphml_ready(graph)
+    assert ready.edges["x", "stack.layer.0:A"] == {"shape": '["batch", 4]', "dtype": "float32", "args": "[0, 1]"}
+    path = tmp_path / "toy.graphml"
+    graph_io.write_graphml(graph, path)
+    text = path.read_text(encoding="utf-8")
+    assert text == graph_io.graph_file_text(graph, "graphml")
+    assert text.startswith("<graphml ") and text.endswith("</graphml>\n")
+    assert text == "\n".join(graph_io.generate_graphml(graph)) + "\n"
+    assert graph_io.read_graphml(path).edges["x", "stack.layer.0:A"]["args"] == [0, 1]
+
+
+def test_the_json_file_text_is_node_link() -> None:
+    graph = chain(list("AB"))
+    text = graph_io.graph_file_text(graph, "json")
+    assert text == "".join(graph_io.generate_json(graph))
+    assert json.loads(text) == json.loads(json.dumps(graph_io.to_node_link(graph)))
+    assert not text.startswith("<graphml")
