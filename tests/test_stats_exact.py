@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import networkx as nx
 import pytest
 
 from bertgraph.graph import schema as g
@@ -328,3 +329,117 @@ def test_a_graph_that_records_little_still_has_a_summary_and_a_diff() -> None:
     changes = stats.diff(graph, other)
     assert changes["added"] == [{"module": "stack.layer.2", "type": "", "sizes": "", "params": 10}]
     assert (changes["a"]["model"], changes["a"]["head"], changes["a"]["model_class"]) == ("", "", "")
+
+
+def _xxxx() -> nx.DiGraph:
+    """A chain under a top module named XXXX, no backbone recorded, 3 parameters of the model's own."""
+    graph = chain(list("AB"), container="XXXX.layer")
+    del graph.graph[g.G_BACKBONE]
+    graph.graph[g.G_PARAMETERS].append({"name": "scale", "shape": [3], "numel": 3, "trainable": True, "module": ""})
+    return graph
+
+
+def test_without_a_backbone_every_module_is_shown() -> None:
+    graph = _xxxx()
+    assert stats.parameter_stats(graph)["groups"] == {"XXXX": 20, "(model)": 3}
+    rows = {row["path"]: row for row in stats.summary_rows(graph)}
+    assert rows[""]["share"] == 1.0 and rows["XXXX"]["depth"] == 1
+    assert rows["XXXX"]["share"] == 20 / 23
+    other = _xxxx()
+    other.graph[g.G_MODULES]["XXXX.extra"] = {"type": "Extra"}
+    assert stats.diff(graph, other)["added"][0]["module"] == "XXXX.extra"
+
+
+def test_parameters_of_the_backbone_itself_are_the_models_own() -> None:
+    graph = chain(list("AB"))
+    graph.graph[g.G_BACKBONE] = "stack"
+    graph.graph[g.G_PARAMETERS].append({"name": "stack.scale", "shape": [3], "numel": 3, "module": "stack"})
+    assert stats.parameter_stats(graph)["groups"] == {"layer": 20, "layer.0": 10, "layer.1": 10, "(model)": 3}
+
+
+def test_a_derived_module_table_without_a_class_name() -> None:
+    graph = chain(list("A"))
+    del graph.graph[g.G_MODULES], graph.graph[g.G_MODEL_CLASS]
+    assert stats.module_table(graph)[""] == {"type": ""}
+    rows = stats.summary_rows(graph)
+    assert rows[0]["name"] == "" and rows[0]["type"] == ""
+
+
+def test_output_shapes_follow_execution_order_not_names() -> None:
+    graph = chain(list("AB"))
+    graph = nx.relabel_nodes(graph, {"stack.layer.0:A": "z", "stack.layer.1:B": "a"})
+    graph.nodes["z"][g.SHAPE] = [7]
+    graph.add_node("w", **g.io_attributes(g.OUTPUT, [7], "float32", 9))
+    graph.add_edge("z", "w")
+    assert stats.output_shapes(graph)["stack"] == [[7], ["batch", 4]]
+
+
+def test_rows_of_modules_the_table_knows_little_of() -> None:
+    graph = chain(list("AB"))
+    del graph.graph[g.G_MODULES][""]
+    graph.graph[g.G_MODULES]["stack.extra"] = {}  # no type, no ops, no parameters
+    rows = {row["path"]: row for row in stats.summary_rows(graph)}
+    assert rows[""]["type"] == "" and rows[""]["params"] == 20
+    assert (rows["stack.extra"]["type"], rows["stack.extra"]["sizes"]) == ("", "")
+    assert (rows["stack.extra"]["params"], rows["stack.extra"]["shapes"]) == (0, [])
+
+
+def test_siblings_one_without_parameter_rows_fold_by_their_count() -> None:
+    graph = chain(list("AA"), params=0)
+    graph.graph[g.G_PARAMETERS] = graph.graph[g.G_PARAMETERS][:1]  # layer 1's empty parameter is not listed
+    assert [r["name"] for r in stats.summary_rows(graph) if r["level"] == 3] == ["(0-1)"]
+
+
+def test_a_child_with_other_sizes_keeps_its_layer_apart() -> None:
+    graph = bert_tiny()
+    graph.graph[g.G_MODULES]["bert.encoder.layer.1.intermediate.dense"]["sizes"] = "128 → 999"
+    names = [r["name"] for r in stats.summary_rows(graph) if r["path"].count(".") == 3 and ".layer." in r["path"]]
+    assert names == ["(0)", "(1)", "(2)"]
+
+
+def test_rows_inside_a_fold_of_two() -> None:
+    graph = chain(list("ABAB"))
+    for index in range(4):
+        graph.graph[g.G_MODULES][f"stack.layer.{index}.inner"] = {"type": "Inner"}
+    rows = [r for r in stats.summary_rows(graph) if r["path"].startswith("stack.layer.")]
+    assert [(r["path"], r["name"], r.get("period"), r["in_fold"]) for r in rows] == [
+        ("stack.layer.0", "(0, 2)", 2, False),
+        ("stack.layer.0.inner", "inner", None, True),
+        ("stack.layer.1", "(1, 3)", 2, False),
+        ("stack.layer.1.inner", "inner", None, True),
+    ]
+    periodic = [r["path"] for r in stats.summary_rows(chain(list("ASSGSSG"))) if r["level"] == 3]
+    assert periodic == ["stack.layer.0", "stack.layer.1", "stack.layer.2", "stack.layer.3"]
+
+
+def test_a_module_run_twice_shows_two_calls() -> None:
+    graph = chain(list("AB"))
+    graph.graph[g.G_SHARED] = {"stack.layer.0": 2}
+    assert {r["path"]: r.get("calls") for r in stats.summary_rows(graph)}["stack.layer.0"] == 2
+
+
+def test_modules_without_parameters_have_none_in_the_tree_and_the_diff() -> None:
+    rows = {row["path"]: row for row in stats.summary_rows(bert_tiny())}
+    assert rows["dropout"]["params"] == 0 and rows["bert.pooler.activation"]["params"] == 0
+    a, b = bert_tiny(), bert_tiny()
+    b.graph[g.G_MODULES]["bert.pooler.activation"] = {"type": "GELU", "sizes": ""}
+    assert stats.diff(a, b)["changed"] == [
+        {
+            "module": "pooler.activation",
+            "a": {"type": "Tanh", "sizes": "", "params": 0},
+            "b": {"type": "GELU", "sizes": "", "params": 0},
+        }
+    ]
+
+
+def test_the_diff_lists_outputs_and_new_modules_in_the_models_order() -> None:
+    a = chain(list("A"))
+    a.add_node("a_late", **g.io_attributes(g.OUTPUT, [1], "float32", 9))
+    a.add_edge("stack.layer.0:A", "a_late")
+    b = chain(list("A"))
+    b.graph[g.G_MODULES]["z_head"] = {"type": "Z"}
+    b.graph[g.G_MODULES]["a_head"] = {"type": "A"}
+    result = stats.diff(a, b)
+    assert [entry["module"] for entry in result["added"]] == ["z_head", "a_head"]
+    assert [output["name"] for output in result["a"]["outputs"]] == ["y", "a_late"]
+    assert result["b"]["total"] == 10
