@@ -284,3 +284,61 @@ def test_building_without_a_writable_folder_runs_unlocked(folder: Path) -> None:
     with cache.building(spec()):
         pass
     assert folder.read_text() == "not a folder"
+
+
+def test_an_entry_is_written_beside_its_place_under_a_hidden_name(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    moves: list[tuple[str, str]] = []
+    replace = os.replace
+
+    def record(source: str, target: Any) -> None:
+        moves.append((str(source), str(target)))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", record)
+    cache.store(spec(), bert_tiny())
+    [(source, target)] = moves
+    assert Path(source).parent == folder  # one filesystem: the move is atomic
+    assert re.fullmatch(r"\.entry\..+\.tmp", Path(source).name)  # hidden, never taken for an entry
+    assert target == str(cache.entry_path(spec()))
+    header = cache.entry_path(spec()).read_bytes().split(b"\n", 1)[0]
+    assert header == json.dumps(json.loads(header), separators=(",", ":")).encode()  # compact
+
+
+def test_the_cache_folder_is_made_with_its_parents_and_entries_are_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path / "a" / "b" / "graphs"
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(deep))
+    first = bert_tiny()
+    cache.store(spec(), first)
+    assert cache.load(spec()) is not None
+    second = bert_tiny()
+    second.graph[g.G_WEIGHTS] = "random"
+    cache.store(spec(), second)  # the folder exists now: written again all the same
+    assert cache.load(spec()).graph[g.G_WEIGHTS] == "random"  # type: ignore[union-attr]
+
+
+def test_a_store_touches_nothing_outside_the_cache(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bystander = tmp_path / "XXXX"
+    bystander.write_text("keep")
+    monkeypatch.chdir(tmp_path)
+    cache.store(spec(), bert_tiny())
+    folder.joinpath(cache.entry_path(spec()).name).unlink()
+    folder.rmdir()
+    folder.write_text("a file where the folder should be")
+    cache.store(spec(), bert_tiny())
+    assert bystander.read_text() == "keep"
+
+
+def test_a_temporary_file_already_gone_is_no_error(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def vanish(source: str, target: Any) -> None:
+        os.unlink(source)
+        raise OSError("moved away")
+
+    monkeypatch.setattr(os, "replace", vanish)
+    cache.store(spec(), bert_tiny())  # skipped quietly
+    assert list(folder.iterdir()) == []

@@ -41,3 +41,7 @@ def test_markdown_code_spans() -> None:
     assert escape.markdown_code("XY") == "`XY`"
     assert escape.markdown_code("a|b") == "a\\|b"
     assert escape.markdown_code("  ") == "  "
+
+
+def test_dot_html_spells_out_quotes_and_brackets() -> None:
+    assert escape.dot_html("it's [x]") == "it&#39;s &#91;x&#93;"

@@ -97,3 +97,10 @@ def test_the_json_file_text_is_node_link() -> None:
     assert text == "".join(graph_io.generate_json(graph))
     assert json.loads(text) == json.loads(json.dumps(graph_io.to_node_link(graph)))
     assert not text.startswith("<graphml")
+
+
+def test_json_text_is_indented_sorted_and_keeps_characters() -> None:
+    graph = g.new_graph(name="modèle")
+    graph.add_node("x", **g.io_attributes(g.INPUT, [1], "int64", 0))
+    text = graph_io.graph_file_text(graph, "json")
+    assert text.startswith('{\n "directed": true,\n "edges": [],\n "graph": {\n  "name": "modèle"\n },\n')
