@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime  # noqa: F401  (loaded once with the tests: the mutation run forks after collecting them)
 import pytest
+import torch
 from onnx import TensorProto, helper
 
 from bertgraph.errors import OnnxError
@@ -61,7 +63,6 @@ def toy_file(tmp_path: Path) -> Path:
 
 def module(offset: float = 0.0, extra_dim: bool = False, fail: bool = False) -> Callable[..., object]:
     """The PyTorch side: the toy file's computation, ``offset`` added; or a model that fails."""
-    import torch
 
     class Toy(torch.nn.Module):
         def forward(
