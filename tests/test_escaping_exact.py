@@ -45,3 +45,8 @@ def test_markdown_code_spans() -> None:
 
 def test_dot_html_spells_out_quotes_and_brackets() -> None:
     assert escape.dot_html("it's [x]") == "it&#39;s &#91;x&#93;"
+
+
+def test_ids_of_empty_names_and_names_starting_with_x() -> None:
+    assert escape.dot_id("", {}) == "_"
+    assert escape.mermaid_id("Xa_X") == "n_Xa_X"

@@ -104,3 +104,18 @@ def test_json_text_is_indented_sorted_and_keeps_characters() -> None:
     graph.add_node("x", **g.io_attributes(g.INPUT, [1], "int64", 0))
     text = graph_io.graph_file_text(graph, "json")
     assert text.startswith('{\n "directed": true,\n "edges": [],\n "graph": {\n  "name": "modèle"\n },\n')
+
+
+def test_graphml_read_back_has_only_the_graphs_own_attributes(tmp_path: Path) -> None:
+    graph = chain(list("AB"))
+    path = tmp_path / "toy.graphml"
+    graph_io.write_graphml(graph, path)
+    assert graph_io.read_graphml(path).graph == graph.graph
+
+
+def test_node_link_data_without_graph_kind_is_read_as_a_directed_graph() -> None:
+    data = graph_io.to_node_link(chain(list("A")))
+    del data["directed"], data["multigraph"]
+    graph = graph_io.from_node_link(data)
+    assert graph.is_directed() and not graph.is_multigraph()
+    assert list(graph.successors("x")) == ["stack.layer.0:A"]

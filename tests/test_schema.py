@@ -85,3 +85,28 @@ def test_attention_labels() -> None:
     assert g.attention_label({g.ATTENTION: g.SLIDING_WINDOW, g.WINDOW: "64"}) == "sliding-window"
     assert g.attention_label({g.ATTENTION: 3}) == ""
     assert g.attention_label({}) == ""
+
+
+def test_io_attributes() -> None:
+    assert g.io_attributes(g.INPUT, ["batch"], "int64", 3) == {
+        "kind": "input",
+        "shape": ["batch"],
+        "dtype": "int64",
+        "module": "",
+        "module_type": "",
+        "params": 0,
+        "order": 3,
+    }
+
+
+def test_ordered_copy_orders_each_nodes_successors() -> None:
+    graph = _graph()
+    graph.add_edge("in", "n9")  # inserted after in → n3, read later in execution order
+    graph.add_edge("n3", "n1")
+    result = g.ordered_copy(graph)
+    assert list(result.successors("in")) == ["n3", "n9"]
+    assert list(result.successors("n3")) == ["n7", "n1"]
+    shuffled = nx.DiGraph()
+    shuffled.add_nodes_from(graph.nodes(data=True))
+    shuffled.add_edges_from([("n3", "n1"), ("in", "n9"), *graph.edges])
+    assert list(g.ordered_copy(shuffled).successors("n3")) == ["n7", "n1"]

@@ -443,3 +443,15 @@ def test_the_diff_lists_outputs_and_new_modules_in_the_models_order() -> None:
     assert [entry["module"] for entry in result["added"]] == ["z_head", "a_head"]
     assert [output["name"] for output in result["a"]["outputs"]] == ["y", "a_late"]
     assert result["b"]["total"] == 10
+
+
+def test_a_top_level_list_is_one_group() -> None:
+    assert stats.parameter_stats(chain(list("AB"), container="layers"))["groups"] == {"layers": 20}
+
+
+def test_outputs_are_listed_in_execution_order() -> None:
+    graph = chain(list("A"))
+    graph.add_node("a_first", **g.io_attributes(g.OUTPUT, [1], "float32", 1))  # inserted last, runs first
+    graph.nodes["stack.layer.0:A"][g.ORDER] = 0
+    graph.add_edge("stack.layer.0:A", "a_first")
+    assert [output["name"] for output in stats.diff(graph, graph)["a"]["outputs"]] == ["a_first", "y"]
