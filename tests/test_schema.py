@@ -110,3 +110,24 @@ def test_ordered_copy_orders_each_nodes_successors() -> None:
     shuffled.add_nodes_from(graph.nodes(data=True))
     shuffled.add_edges_from([("n3", "n1"), ("in", "n9"), *graph.edges])
     assert list(g.ordered_copy(shuffled).successors("n3")) == ["n7", "n1"]
+
+
+def test_sum_costs_counts_weight_bytes_of_members_that_have_them_and_merges_unsupported_ops() -> None:
+    members = [
+        {g.PARAM_BYTES: 8, g.COST_UNSUPPORTED: ["b.op", "a.op"]},
+        {g.MATMUL_FLOPS: "2*batch"},
+        {g.PARAM_BYTES: 4, g.COST_UNSUPPORTED: ["a.op"]},
+    ]
+    result = g.sum_costs(members)
+    assert result[g.PARAM_BYTES] == 12
+    assert result[g.COST_UNSUPPORTED] == ["a.op", "b.op"]
+    assert result[g.MATMUL_FLOPS] == "2*batch"
+    assert g.COST_UNSUPPORTED not in g.sum_costs([{g.PARAM_BYTES: 4}])
+
+
+def test_ops_in_order_breaks_ties_by_id() -> None:
+    graph = nx.DiGraph()
+    for node in ("c", "a", "b"):
+        graph.add_node(node, **op("m", "relu", 0))
+    graph.add_node("first", **op("m", "relu", -1))
+    assert g.ops_in_order(graph) == ["first", "a", "b", "c"]

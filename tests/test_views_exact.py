@@ -649,11 +649,12 @@ def test_a_free_layout_op_with_no_op_around_it_is_bridged() -> None:
 
 def test_cost_goes_to_the_earliest_reader_by_execution_order_not_by_name() -> None:
     graph = _layout_graph({"activation_bytes": "4"})
-    graph = nx.relabel_nodes(graph, {"b": "late", "c": "early"})
-    graph.nodes["late"][g.ORDER], graph.nodes["early"][g.ORDER] = 4, 3
+    # Names sort the other way round from execution order: "a_late" runs after "z_early".
+    graph = nx.relabel_nodes(graph, {"b": "a_late", "c": "z_early"})
+    graph.nodes["a_late"][g.ORDER], graph.nodes["z_early"][g.ORDER] = 4, 3
     shown = views.bridge_layout_ops(graph)
-    assert shown.nodes["early"][g.ACTIVATION_BYTES] == "20"
-    assert shown.nodes["late"][g.ACTIVATION_BYTES] == "16"
+    assert shown.nodes["z_early"][g.ACTIVATION_BYTES] == "20"
+    assert shown.nodes["a_late"][g.ACTIVATION_BYTES] == "16"
 
 
 def test_without_readers_cost_goes_to_the_latest_input() -> None:
@@ -780,3 +781,19 @@ def test_the_default_view_is_level_two_folded() -> None:
     default = views.view(graph)
     assert list(default) == list(views.view(graph, 2, fold=True))
     assert "bert.encoder.layer.0-2" in default
+
+
+def test_a_group_of_nodes_folded_twice_keeps_its_repeat() -> None:
+    graph = views.view(chain(list("AA")), 4)
+    (folded,) = (n for n in graph if n not in "xy")
+    assert graph.nodes[folded][g.REPEAT] == 2
+    merged = views.merge_nodes(graph, lambda node, data: "stack")
+    assert merged.nodes["stack"][g.REPEAT] == 2
+
+
+def test_list_containers_are_listed_outermost_first_then_by_name() -> None:
+    graph = g.new_graph()
+    paths = ["z.0.b.1", "a.3", "m.0.c.2", "b.1", "m.0.a.0.q.4", "y.2"]
+    for index, path in enumerate(paths):
+        graph.add_node(path, **op(path, "relu", index))
+    assert views._list_containers(graph) == ["a", "b", "m", "y", "z", "m.0.a", "m.0.c", "z.0.b", "m.0.a.0.q"]
