@@ -153,6 +153,12 @@ def test_parity_sizes_step_around_the_example_and_each_other() -> None:
     one = resolve("bert-tiny", "sequence-classification")
     one.config["max_position_embeddings"] = 2
     assert verify.parity_sizes(one) == [((1, 2), 0), ((3, 2), 2)]
+    # The example (2, 45) is not the second size (3, 45): no step back.
+    assert verify.parity_sizes(dataclasses.replace(bert(), batch=2, seq_len=45)) == [((1, 19), 0), ((3, 45), 2)]
+    # Two positions and the example at (3, 2): the second size steps down to one token, which has nothing to pad.
+    cramped = dataclasses.replace(bert(), batch=3, seq_len=2)
+    cramped.config["max_position_embeddings"] = 2
+    assert verify.parity_sizes(cramped) == [((1, 2), 0), ((3, 1), 0)]
 
 
 def test_padding_masks() -> None:
@@ -165,6 +171,7 @@ def test_padding_masks() -> None:
     assert verify._padding_mask((2, 3), 1).sum(axis=-1).tolist() == [3, 2]
     assert verify._padding_mask((3, 2, 4), 2).sum(axis=-1).tolist() == [[4, 4], [3, 3], [2, 2]]
     assert verify._padding_mask((2, 1), 1).tolist() == [[1], [1]]  # a row keeps one token
+    assert verify._padding_mask((3, 2), 2).sum(axis=-1).tolist() == [2, 1, 1]  # one token, not two
 
 
 def test_random_inputs_are_seeded_and_within_the_vocabulary() -> None:
@@ -198,6 +205,13 @@ def test_an_encoder_decoder_classifier_finds_one_end_token_per_row(family_dirs: 
     kept = feeds["attention_mask"].sum(axis=-1)
     assert ((ids == eos).sum(axis=-1) == 1).all()
     assert [ids[row, kept[row] - 1] for row in range(3)] == [eos] * 3
+    # An end token drawn inside a row becomes the next id (mod the vocabulary); only the last kept one stays.
+    drawn = np.random.default_rng(0).integers(0, int(spec.config["vocab_size"]), size=(3, 19), dtype=np.int64)
+    assert (drawn == eos).any()
+    expected = np.where(drawn == eos, (eos + 1) % int(spec.config["vocab_size"]), drawn)
+    for row in range(3):
+        expected[row, kept[row] - 1] = eos
+    assert ids.tolist() == expected.tolist()
     base = family(family_dirs, "bart")
     base.config["eos_token_id"] = 2
     assert verify._eos_token(base) is None  # not a classifier
@@ -340,11 +354,25 @@ def test_a_file_onnxruntime_cannot_load_or_run(tmp_path: Path, toy_file: Path) -
     garbage = tmp_path / "garbage.onnx"
     garbage.write_bytes(b"not a model")
     references = verify.reference_outputs(module(), small())
-    with pytest.raises(OnnxError, match=r"^onnxruntime cannot load the exported model: "):
+    with pytest.raises(OnnxError, match=r"^onnxruntime cannot load the exported model: ") as loading:
         verify.verify_parity(garbage, references)
+    assert str(loading.value).rsplit(": ", 1)[-1] not in ("", "None")  # onnxruntime's own reason
     fewer = write_model(tmp_path / "fewer.onnx", ("input_ids", "attention_mask", "token_type_ids", "position_ids"))
-    with pytest.raises(OnnxError, match=r"^onnxruntime failed at batch 1 × sequence 19: "):
+    with pytest.raises(OnnxError, match=r"^onnxruntime failed at batch 1 × sequence 19: ") as running:
         verify.verify_parity(fewer, references)
+    assert "position_ids" in str(running.value)  # onnxruntime's own reason: the input it was not given
+
+
+def test_verification_sessions_run_the_file_as_written_on_one_thread(toy_file: Path) -> None:
+    import onnxruntime as ort
+
+    session = verify.open_session(toy_file)
+    options = session.get_session_options()
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    assert options.execution_order == ort.ExecutionOrder.PRIORITY_BASED
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (verify.VERIFY_THREADS,) * 2 == (1, 1)
+    assert options.log_severity_level == 3
+    assert session.get_providers() == ["CPUExecutionProvider"]
 
 
 def test_the_full_check_infers_types(tmp_path: Path, toy_file: Path) -> None:
