@@ -74,6 +74,15 @@ class Diagram:
         """The legend's name of a kind (a decoder's layers are decoder layers)."""
         return self.kind_names.get(kind, KIND_NAMES[kind])
 
+    def add_variant(self, prefix: str, title: str, part: Diagram) -> None:
+        """Draw ``part`` (built with ids starting ``prefix``) beside the rest, in a box titled ``title``."""
+        self.clusters.append(Cluster(f"{prefix}variant", title, None, "variant"))
+        self.nodes += part.nodes
+        self.edges += part.edges
+        self.clusters += part.clusters
+        self.membership.update(part.membership)
+        self.same_rank += part.same_rank
+
     @property
     def cross(self) -> bool:
         """Whether edges carry an encoder's output into a decoder's cross-attention."""
@@ -607,20 +616,11 @@ def build_comparison(
     )
     for side, graph, diagram in (("a:", first, left), ("b:", second, right)):
         total = stats.parameter_stats(graph)["total"]
-        combined.clusters.append(
-            Cluster(
-                f"{side}variant",
-                f"{graph.graph.get(g.G_HEAD, '')} · {graph.graph.get(g.G_MODEL_CLASS, '')} · "
-                f"{figures.count(total)} params",
-                None,
-                "variant",
-            )
+        combined.add_variant(
+            side,
+            f"{graph.graph.get(g.G_HEAD, '')} · {graph.graph.get(g.G_MODEL_CLASS, '')} · {figures.count(total)} params",
+            diagram,
         )
-        combined.nodes += diagram.nodes
-        combined.edges += diagram.edges
-        combined.clusters += diagram.clusters
-        combined.membership.update(diagram.membership)
-        combined.same_rank += diagram.same_rank
     inputs = [n.id for n in combined.nodes if n.shape == "io" and n.id.endswith(":input_ids")]
     if len(inputs) == 2:
         combined.same_rank.append(tuple(inputs))

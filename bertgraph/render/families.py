@@ -17,7 +17,7 @@ from bertgraph.graph import schema as g
 from bertgraph.graph import stats
 from bertgraph.graph.kinds import architecture_kind
 from bertgraph.render import figures
-from bertgraph.render.diagram import Cluster, Diagram, build_diagram
+from bertgraph.render.diagram import Diagram, build_diagram
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.render.style import KIND_NAMES
 
@@ -57,19 +57,9 @@ def build_families(graphs: Sequence[nx.DiGraph], depth: int = 2) -> Diagram:
     for number, (graph, kind) in enumerate(zip(graphs, kinds)):
         prefix = f"m{number}:"
         diagram = build_diagram(graph, layer_depth(graph, depth), prefix=prefix)
-        combined.clusters.append(
-            Cluster(
-                f"{prefix}variant",
-                f"{kind['model']} · {kind['structure']} · {figures.count(kind['parameters'])} params",
-                None,
-                "variant",
-            )
+        combined.add_variant(
+            prefix, f"{kind['model']} · {kind['structure']} · {figures.count(kind['parameters'])} params", diagram
         )
-        combined.nodes += diagram.nodes
-        combined.edges += diagram.edges
-        combined.clusters += diagram.clusters
-        combined.membership.update(diagram.membership)
-        combined.same_rank += diagram.same_rank
         for name, label in diagram.kind_names.items():
             combined.kind_names.setdefault(name, label)
         if combined.kind_names.get("block") != diagram.kind_names.get("block"):
