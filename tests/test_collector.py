@@ -21,6 +21,7 @@ def collecting() -> Iterator[None]:
     """The collector on and nothing frozen, as in a fresh process; restored afterwards."""
     was = gc.isenabled()
     gc.enable()
+    gc.unfreeze()  # a docs build in this process may have set torch's objects aside
     yield
     if not was:
         gc.disable()
@@ -58,12 +59,41 @@ def test_nothing_is_collected_inside_and_cycles_are_freed_after(collecting: None
     del kept
 
 
-def test_a_collector_switched_off_stays_off(collecting: None) -> None:
+def test_a_collector_switched_off_stays_off_and_nothing_is_collected(collecting: None) -> None:
+    """Off (the command line turns it off for the whole run): settling and leaving collect nothing."""
+    runs: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(info["generation"])
+
     gc.disable()
-    with collector.paused() as settle:
-        settle()
+    gc.callbacks.append(count)
+    try:
+        with collector.paused() as settle:
+            settle()
+            assert gc.get_freeze_count() == 0  # nothing set aside: nothing would walk it later
+    finally:
+        gc.callbacks.remove(count)
+    assert runs == []
     assert not gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+def test_the_command_line_runs_without_the_cyclic_collector() -> None:
+    """``bertgraph`` is one command and an exit: the collector is off from its first line."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import gc, sys\n"
+        "from bertgraph import cli\n"
+        "cli.main = lambda: print('collector', gc.isenabled(), 'torch' in sys.modules) or 0\n"
+        "cli.run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "collector False False"
 
 
 def test_objects_someone_else_froze_stay_frozen(collecting: None) -> None:

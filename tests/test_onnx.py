@@ -386,6 +386,65 @@ def test_the_exporter_runs_without_the_collector_or_stack_traces_and_both_come_b
     assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
 
 
+def test_pytorch_runs_beside_the_write_and_onnxruntime_maps_the_file(
+    base_export: Export, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference outputs come from a second thread during the write; verification opens the view."""
+    import threading
+
+    from bertgraph.onnx import export
+
+    seen: dict[str, Any] = {}
+    real_reference, real_save, real_parity = export.reference_outputs, export._save, export.verify_parity
+
+    def reference(*args: Any, **kwargs: Any) -> Any:
+        seen["reference thread"] = threading.current_thread().name
+        return real_reference(*args, **kwargs)
+
+    def save(model: Any, path: Path, view: Path | None) -> None:
+        seen["save thread"] = threading.current_thread().name
+        seen["saved"] = (path.name, view.name if view else None)
+        real_save(model, path, view)
+
+    def parity(path: Path, *args: Any, **kwargs: Any) -> Any:
+        seen["verified"] = path.name
+        return real_parity(path, *args, **kwargs)
+
+    monkeypatch.setattr(export, "reference_outputs", reference)
+    monkeypatch.setattr(export, "_save", save)
+    monkeypatch.setattr(export, "verify_parity", parity)
+    result = export_onnx_spec(base_export.spec, tmp_path / "m.onnx")
+    assert result.verified
+    assert seen["save thread"] == "MainThread" and seen["reference thread"].startswith("bertgraph-reference")
+    assert seen["saved"] == ("m.onnx", "m.check.onnx") and seen["verified"] == "m.check.onnx"
+    assert (tmp_path / "m.onnx").read_bytes() == base_export.path.read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]
+
+
+def test_a_written_file_that_is_not_its_view_is_not_kept(
+    base_export: Export, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime reads the weights through the view; the rest of the file is read too, and must agree."""
+    from bertgraph.onnx import export
+
+    real_save = export._save
+
+    def save_then_damage(model: Any, path: Path, view: Path | None) -> None:
+        real_save(model, path, view)
+        raw = bytearray(path.read_bytes())
+        where = raw.index(b"bertgraph")  # the producer's name, a field outside every weight
+        raw[where] = ord("B")
+        path.write_bytes(bytes(raw))
+
+    monkeypatch.setattr(export, "_save", save_then_damage)
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"the user's file")
+    with pytest.raises(OnnxError, match=r"^the written file m\.onnx does not hold the model that was verified$"):
+        export_onnx_spec(base_export.spec, target)
+    assert target.read_bytes() == b"the user's file"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]
+
+
 def test_weights_name_modules_the_checkpoint_lacks(checkpoints: dict[str, Path]) -> None:
     spec = resolve(str(checkpoints["base"]), "sequence-classification", seq_len=TINY_SEQ)
     text = describe_weights(spec, build_model(spec, weights=True))

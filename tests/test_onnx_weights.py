@@ -32,6 +32,7 @@ from bertgraph.errors import CheckpointError, OnnxError
 from bertgraph.model import HEADS, build_model, resolve
 from bertgraph.onnx import export, memory
 from bertgraph.onnx.export import ExportableModel, describe_weights, export_onnx_spec, output_names
+from bertgraph.onnx.optimise import name_parameters, optimise
 from bertgraph.onnx.save import write_onnx
 from bertgraph.onnx.verify import TOLERANCES
 from tests.conftest import TINY_CONFIG
@@ -55,8 +56,8 @@ def _export_real_model(spec: Any, path: Path) -> None:
     wrapper = ExportableModel(model, output_names(spec))
     onnx_model, used = export._export(wrapper, spec, None, "dynamo", lambda message: None)
     assert onnx_model is not None
-    export.optimise(onnx_model)
-    export.name_parameters(onnx_model, model)
+    optimise(onnx_model)
+    name_parameters(onnx_model, model)
     export._label(onnx_model, spec, model, describe_weights(spec, model), used)
     ir.save(onnx_model, path)
 

@@ -363,6 +363,34 @@ def test_a_file_onnxruntime_cannot_load_or_run(tmp_path: Path, toy_file: Path) -
     assert "position_ids" in str(running.value)  # onnxruntime's own reason: the input it was not given
 
 
+def test_each_size_runs_in_onnxruntime_on_a_thread_of_its_own(toy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two sizes run at once; each result is still compared with its own reference."""
+    import threading
+
+    real_open = verify.open_session
+    runs: list[tuple[int, tuple[int, ...]]] = []
+    both_started = threading.Barrier(2, timeout=20)  # only two concurrent runs get past it
+
+    class Watched:
+        def __init__(self, path: Path) -> None:
+            self.session = real_open(path)
+
+        def get_outputs(self) -> list[object]:
+            return self.session.get_outputs()
+
+        def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+            runs.append((threading.get_ident(), feeds["input_ids"].shape))
+            both_started.wait()
+            return self.session.run(names, feeds)
+
+    monkeypatch.setattr(verify, "open_session", Watched)
+    checks = verify.verify_parity(toy_file, verify.reference_outputs(module(offset=3e-6), small()))
+    assert sorted(shape for _, shape in runs) == [(1, 19), (3, 45)]
+    assert len({thread for thread, _ in runs} | {threading.get_ident()}) == 3
+    assert [c.shape for c in checks] == [(1, 19), (3, 45)]
+    assert [c.max_abs_diff["logits"] for c in checks] == pytest.approx([3e-6, 3e-6], rel=0.1)
+
+
 def test_verification_sessions_run_the_file_as_written_on_one_thread(toy_file: Path) -> None:
     import onnxruntime as ort
 

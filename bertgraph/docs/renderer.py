@@ -65,7 +65,7 @@ def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> 
                     from bertgraph.tracing import trace
 
                     graph = trace(spec)
-                    _freeze_objects_at_exit()
+                    _set_aside_what_lives_on()
                     if use_cache:
                         cache.store(spec, graph)
                     if on_trace:
@@ -79,14 +79,17 @@ def _memo_key(spec: ModelSpec) -> str:
     return cache.key(spec) if cache.enabled() else repr(spec)
 
 
-def _freeze_objects_at_exit() -> None:
-    """Spare the builder's exit the garbage collector's walk over every object torch made.
+def _set_aside_what_lives_on() -> None:
+    """Spare later collections and the builder's exit a walk over every object torch made.
 
-    Once torch and transformers are loaded, the interpreter's last collections at exit visit
-    their millions of objects (about a second of CPU, more than several diagrams cost); the
-    drawings are written by then, and the objects go with the process anyway. Frozen objects
-    are not visited (``gc.freeze``); they are still freed as their modules are torn down.
+    A trace ends with a collection, so what is left is what lives on: torch, transformers,
+    the model classes and the graph. The next trace's collections, the builder's own and the
+    interpreter's last ones at exit would visit those millions of objects again (about a
+    quarter of a second each; a second at exit, more than several diagrams cost). Frozen
+    objects are not visited (``gc.freeze``); they are still freed as their modules are torn
+    down. Objects made after the last trace are frozen at exit.
     """
+    gc.freeze()
     if not _FREEZE_REGISTERED:
         atexit.register(gc.freeze)
         _FREEZE_REGISTERED.append(True)

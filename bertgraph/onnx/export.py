@@ -8,19 +8,20 @@ The steps, each timed and announced through ``progress``:
 2. export it through torch.export with dynamic ``batch`` and ``sequence`` (and
    ``choices``) dimensions, falling back to the TorchScript exporter (which needs the
    real weights) only when torch.export fails;
-3. optimise the graph with the values of the weights hidden from the optimiser, so
-   that no folding or rewrite can depend on them (a fresh model's zero biases would
-   otherwise be removed and its identical LayerNorm weights merged) and every
-   parameter keeps its PyTorch name and shape;
+3. optimise the graph (:mod:`~bertgraph.onnx.optimise`) with the values of the weights
+   hidden from the optimiser, so that no folding or rewrite can depend on them (a fresh
+   model's zero biases would otherwise be removed and its identical LayerNorm weights
+   merged) and every parameter keeps its PyTorch name and shape;
 4. give the initializers the real weights (:mod:`~bertgraph.onnx.weights`): the
    checkpoint's, memory-mapped, or seeded random ones — the values an export of the
    real model holds;
 5. label it for Netron: nodes named after their module, model metadata (source,
    head, config, parameter totals, weights, versions), producer ``bertgraph``;
 6. write it tensor by tensor (:mod:`~bertgraph.onnx.save`) into a staging folder
-   beside the target; run PyTorch at two input sizes other than the export example
-   and free its weights; check the file with ``onnx.checker`` (``full_check``), then
-   run it in onnxruntime and compare, within a tolerance set by the dtype;
+   beside the target while a second thread runs PyTorch at two input sizes other than
+   the export example, and free its weights; check the file's view with ``onnx.checker``
+   (``full_check``) and the rest of the file against it (:mod:`~bertgraph.onnx.framing`),
+   then run it in onnxruntime and compare, within a tolerance set by the dtype;
 7. only then move it into place, so a failure or an interrupting signal never leaves
    a partial or unverified file and never replaces a good one.
 
@@ -31,13 +32,12 @@ and the exporter's stack traces (absolute paths of this machine) are dropped.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +51,8 @@ from bertgraph.files import check_writable, staging_folder
 from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
 from bertgraph.model.families.record import ENCODER_DECODER
 from bertgraph.onnx import memory, packages
+from bertgraph.onnx.framing import check_framing
+from bertgraph.onnx.optimise import check_parameters_kept, name_parameters, optimise, quiet_exporter
 from bertgraph.onnx.read import CLASS_HIERARCHY_KEY, NAME_SCOPES_KEY, NAMESPACE_KEY, PRODUCER, module_of_node
 from bertgraph.onnx.save import write_onnx, write_onnx_external
 from bertgraph.onnx.verify import (
@@ -98,8 +100,6 @@ EXTERNAL_DATA_THRESHOLD = 2**31 - 2**27
 _MAX_BATCH = 4096
 _STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
 _EXPORTERS = ("auto", "dynamo", "torchscript")
-# Loggers that report the exporter's internal fallbacks; the outcome is reported instead.
-_NOISY_LOGGERS = ("torch.onnx", "onnxscript", "onnx_ir")
 
 
 @dataclass
@@ -363,7 +363,7 @@ def _convert(
             say("optimising the ONNX graph (weights kept as they are)")
             optimise(onnx_model)
             name_parameters(onnx_model, meta)
-            _check_parameters_kept(onnx_model, meta)
+            check_parameters_kept(onnx_model, meta)
     return onnx_model, exporter_used, model
 
 
@@ -388,22 +388,28 @@ def _write_verified(
         data = staged.with_name(staged.name + ".data") if external else None
         # What the checker reads: the file's graph and tensor descriptions, the weights left in place.
         view = staged if external else staging / f"{target.stem}.check.onnx"
-        with _timed(result.timings, "save"):
-            say(f"writing {target.name}" + (f" and {target.name}.data" if external else ""))
-            _save(onnx_model, staged, None if external else view)
-        references = []
-        if verify:
-            with _timed(result.timings, "verify"):
-                references = reference_outputs(holder[0], spec, progress=say)
+        # PyTorch's reference outputs are computed on a second thread while the file is written:
+        # both read the same weights, the one thread mostly in its kernels, the other in writes.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertgraph-reference")
+        try:
+            with _timed(result.timings, "save"):
+                pending = pool.submit(reference_outputs, holder[0], spec, say) if verify else None
+                say(f"writing {target.name}" + (f" and {target.name}.data" if external else ""))
+                _save(onnx_model, staged, None if external else view)
+                references = pending.result() if pending else []
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         holder.clear()  # the last references to the weights: freed now (mapped checkpoint pages too)
         release_weights(onnx_model)
         if verify:
             with _timed(result.timings, "check"):
                 say("checking with onnx.checker (full_check)")
                 check_file(view)
+                if view != staged:
+                    check_framing(staged, view)
                 result.checked = True
             with _timed(result.timings, "verify"):
-                result.parity = verify_parity(staged, references, tolerance=result.tolerance, progress=say)
+                result.parity = verify_parity(view, references, tolerance=result.tolerance, progress=say)
         result.file_size = staged.stat().st_size + (data.stat().st_size if data else 0)
         result.data_path = _move_into_place(staged, data, target)
 
@@ -504,7 +510,7 @@ def _export(
         return None, "TorchScript exporter (requested)"
     say(f"exporting {spec.model_class} with torch.export (dynamic {', '.join(dim_names(spec))})")
     try:
-        with _quiet_exporter(), without_stack_traces():  # the stacks are dropped when labelling anyway
+        with quiet_exporter(), without_stack_traces():  # the stacks are dropped when labelling anyway
             program = torch.onnx.export(
                 wrapper,
                 (),
@@ -565,7 +571,7 @@ def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "model.onnx"
         try:
-            with _quiet_exporter():
+            with quiet_exporter():
                 torch.onnx.export(
                     wrapper,
                     tuple(inputs[name] for name in spec.input_names),
@@ -588,22 +594,6 @@ def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | 
 
 
 @contextmanager
-def _quiet_exporter() -> Iterator[None]:
-    """Silence the exporter's own warnings and logs; bertgraph reports the outcome."""
-    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for logger in loggers:
-            logger.setLevel(logging.CRITICAL)
-        try:
-            yield
-        finally:
-            for logger, level in zip(loggers, levels):
-                logger.setLevel(level)
-
-
-@contextmanager
 def _no_progress_bars() -> Iterator[None]:
     """transformers draws a progress bar while loading weights; bertgraph reports steps itself."""
     from transformers.utils import logging as hf_logging
@@ -615,78 +605,6 @@ def _no_progress_bars() -> Iterator[None]:
     finally:
         if enabled:
             hf_logging.enable_progress_bar()
-
-
-# --- optimising without touching the weights -------------------------------------------------
-
-
-def optimise(model: ir.Model) -> None:
-    """Constant folding and the standard rewrites, with initializer values hidden.
-
-    The optimiser cannot see a tensor without a value, so it can neither fold a
-    weight into a new constant (losing its name), nor drop an all-zero bias, nor
-    merge two weights that happen to be equal: the graph is the same for random and
-    trained weights.
-    """
-    import onnx_ir as ir
-    import onnxscript.optimizer
-    import onnxscript.rewriter
-    from onnx_ir.passes import common
-
-    hidden = {name: value.const_value for name, value in model.graph.initializers.items()}
-    for value in model.graph.initializers.values():
-        value.const_value = None
-    try:
-        with _quiet_exporter():
-            for _ in range(2):
-                onnxscript.optimizer.fold_constants(model, onnx_shape_inference=True)
-                onnxscript.rewriter.rewrite(model)
-            ir.passes.Sequential(
-                common.RemoveUnusedNodesPass(),
-                common.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
-                common.CommonSubexpressionEliminationPass(),
-                common.RemoveUnusedNodesPass(),
-            )(model)
-    finally:
-        for name, tensor in hidden.items():
-            if name in model.graph.initializers:
-                model.graph.initializers[name].const_value = tensor
-
-
-def name_parameters(model: ir.Model, torch_model: torch.nn.Module) -> None:
-    """Initializers under the names ``named_parameters()`` gives, in its order.
-
-    torch.export names a tied parameter after one of its aliases (the masked-LM
-    decoder weight rather than the word embeddings it is tied to); the file should
-    use the name PyTorch reports, which is also the one tables and checkpoints use.
-    """
-    first: dict[int, str] = {}
-    canonical = {
-        name: first.setdefault(id(p), name) for name, p in torch_model.named_parameters(remove_duplicate=False)
-    }
-    initializers = model.graph.initializers
-    for alias, name in canonical.items():
-        if alias != name and alias in initializers and name not in initializers:
-            initializers[alias].name = name
-    position = {name: index for index, name in enumerate(first.values())}
-    values = list(initializers.values())
-    ranked = sorted(range(len(values)), key=lambda i: (position.get(str(values[i].name), len(position)), i))
-    initializers.clear()
-    for index in ranked:
-        model.graph.register_initializer(values[index])
-
-
-def _check_parameters_kept(model: ir.Model, torch_model: torch.nn.Module) -> None:
-    """Every parameter must be an initializer under its PyTorch name and shape."""
-    initializers = model.graph.initializers
-    for name, parameter in torch_model.named_parameters():
-        value = initializers.get(name)
-        shape = list(value.shape) if value is not None and value.shape is not None else None
-        if shape != list(parameter.shape):
-            raise OnnxError(
-                f"the exported graph does not hold parameter {name} {list(parameter.shape)} as an initializer "
-                f"(found {shape}); this is a bug in the export, please report it"
-            )
 
 
 # --- labels and metadata ----------------------------------------------------------------

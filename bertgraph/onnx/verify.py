@@ -4,12 +4,15 @@ Parity runs at two input sizes other than the export example (the second with pa
 rows in ``attention_mask``), on seeded random token ids; every output must agree with
 PyTorch eager within the tolerance for the file's dtype, or the file is not kept.
 PyTorch's outputs are computed first (:func:`reference_outputs`), so its weights can be
-freed before onnxruntime loads the file: the two never hold the weights at once.
+freed before onnxruntime opens the file: the two never hold the weights at once. The
+export hands :func:`verify_parity` the file's view, whose weights onnxruntime maps from
+the file itself (:mod:`bertgraph.onnx.framing` holds the rest of the file to that view).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,19 +284,21 @@ def verify_parity(
     say = progress or (lambda message: None)
     session = open_session(path)
     names = [output.name for output in session.get_outputs()]
-    checks = []
-    for reference in references:
-        shell = reference.check
-        check = ParityCheck(shell.shape, shell.dims, shell.padded_rows, {})
+    checks = [ParityCheck(r.check.shape, r.check.dims, r.check.padded_rows, {}) for r in references]
+    for check in checks:
         say(f"verifying with onnxruntime at {check.size_label()}")
-        try:
-            actual = session.run(names, reference.feeds)
-        except Exception as error:
-            interrupts.reraise_if_interrupted(error)
-            raise OnnxError(f"onnxruntime failed at {check.size_label()}: {first_line(error)}") from error
-        for name, ours, theirs in zip(names, actual, reference.outputs):
-            check.max_abs_diff[name] = _compare(name, ours, theirs, check, tolerance, reference.kept)
-        checks.append(check)
+    # One run per size, at once: each computes on its own thread (onnxruntime leaves the
+    # interpreter lock while it runs), so two sizes take about as long as the larger one.
+    with ThreadPoolExecutor(max_workers=max(1, len(references))) as pool:
+        runs = [pool.submit(session.run, names, reference.feeds) for reference in references]
+        for check, reference, run in zip(checks, references, runs):
+            try:
+                actual = run.result()
+            except Exception as error:
+                interrupts.reraise_if_interrupted(error)
+                raise OnnxError(f"onnxruntime failed at {check.size_label()}: {first_line(error)}") from error
+            for name, ours, theirs in zip(names, actual, reference.outputs):
+                check.max_abs_diff[name] = _compare(name, ours, theirs, check, tolerance, reference.kept)
     return checks
 
 

@@ -22,8 +22,10 @@ from contextlib import contextmanager
 def paused() -> Iterator[Callable[[], None]]:
     """No automatic collection inside the block, one collection after it; yields ``settle``.
 
-    A collector that was off stays off, and objects someone else froze stay frozen (then
-    ``settle`` does nothing and the last collection walks everything).
+    A collector that was off stays off and nothing is collected: the command line turns it
+    off for its whole run, which ends in ``os._exit``, so nothing would ever walk what
+    ``settle`` set aside. Objects someone else froze stay frozen (then ``settle`` does
+    nothing and the last collection walks everything).
     """
     was_enabled = gc.isenabled()
     own_freeze = gc.get_freeze_count() == 0
@@ -31,7 +33,7 @@ def paused() -> Iterator[Callable[[], None]]:
 
     def settle() -> None:
         nonlocal frozen
-        if own_freeze and not frozen:
+        if was_enabled and own_freeze and not frozen:
             gc.collect()  # what importing left (6 MB for bert-base), once rather than at every threshold
             gc.freeze()
             frozen = True
