@@ -77,8 +77,8 @@ def optimise(model: ir.Model) -> None:
 # onnxscript matches a pattern with two output nodes by listing every node of the graph by
 # op type for each node it tries — before it looks at the node — and then every pairing:
 # quadratic in the graph. SlicesSplit (two Slices of one input that halve its last axis
-# become one Split) is the one default rule like that; on bert-base it took 0.4 s of each
-# 0.7 s rewrite round, and it rewrites nothing in any family bertgraph exports. Its first
+# become one Split) is the one default rule like that; on bert-base the two rewrite rounds
+# took 1.4 s, 0.5 s with the search below, and it rewrites nothing in any family. Its first
 # node is a Slice, and both Slices read the same value as input 0, so only a Slice whose
 # input another Slice reads can start a match; every other node is turned away before the
 # search. (A Slice could pair with itself only when that input's last axis is empty; such
