@@ -246,6 +246,14 @@ def _layout_graph(cost: dict[str, Any], neighbours: bool = True) -> nx.DiGraph:
     return graph
 
 
+def _layout_graph_without_readers(cost: dict[str, Any]) -> nx.DiGraph:
+    """The layout op's two readers turned into graph outputs: no op reads what it makes."""
+    graph = _layout_graph(cost)
+    for node in ("b", "c"):
+        graph.nodes[node][g.KIND] = g.OUTPUT
+    return graph
+
+
 def test_a_free_layout_op_is_bridged() -> None:
     shown = views.bridge_layout_ops(_layout_graph({"activation_bytes": "0", "param_bytes": 64}))
     assert "v" not in shown
@@ -263,9 +271,7 @@ def test_a_costly_layout_op_hands_its_cost_to_the_first_reader() -> None:
 
 
 def test_a_costly_layout_op_without_readers_hands_its_cost_back() -> None:
-    graph = _layout_graph({"activation_bytes": "4"})
-    for node in ("b", "c"):
-        graph.nodes[node][g.KIND] = g.OUTPUT
+    graph = _layout_graph_without_readers({"activation_bytes": "4"})
     shown = views.bridge_layout_ops(graph)
     assert "v" not in shown
     assert shown.nodes["a"][g.ACTIVATION_BYTES] == "20"
@@ -658,9 +664,7 @@ def test_cost_goes_to_the_earliest_reader_by_execution_order_not_by_name() -> No
 
 
 def test_without_readers_cost_goes_to_the_latest_input() -> None:
-    graph = _layout_graph({"activation_bytes": "4"})
-    for node in ("b", "c"):
-        graph.nodes[node][g.KIND] = g.OUTPUT
+    graph = _layout_graph_without_readers({"activation_bytes": "4"})
     graph.add_node("z", **op("m.z", "linear", 0, activation_bytes="16"))  # an earlier input, named last
     graph.add_edge("z", "v")
     graph.nodes["a"][g.ORDER] = 1

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from bertgraph.errors import OnnxError
+from bertgraph.onnx.save import encode_varint, length_key
 
 if TYPE_CHECKING:
     import onnx
@@ -75,14 +76,14 @@ def model_without_data(stream: IO[bytes]) -> tuple[bytes, list[Extent | None]]:
         raw: Extent | None = None
         while stream.tell() < end:
             start = stream.tell()
-            number, kind = divmod(_varint(stream, end), 8)
+            number, kind = divmod(_read_varint(stream, end), 8)
             if number == 0 or kind not in (_VARINT, _FIXED64, _LENGTH, _FIXED32):
                 raise FramingError(f"no field can have the key {number << 3 | kind} (at byte {start})")
             if kind != _LENGTH:
                 _skip_scalar(stream, kind, end)
                 parts.append(_read_at(stream, start, stream.tell() - start))
                 continue
-            length = _varint(stream, end)
+            length = _read_varint(stream, end)
             body = stream.tell()
             if body + length > end:
                 raise FramingError(f"field {number} at byte {start} runs past the end of its message")
@@ -91,7 +92,7 @@ def model_without_data(stream: IO[bytes]) -> tuple[bytes, list[Extent | None]]:
                 content = walk(body + length, inner)
                 if stream.tell() != body + length:
                     raise FramingError(f"field {number} at byte {start} ends inside a field of its own")
-                parts.append(_varint_bytes(number << 3 | _LENGTH) + _varint_bytes(len(content)) + content)
+                parts.append(length_key(number) + encode_varint(len(content)) + content)
             elif level == _TENSOR and number == _RAW_DATA:
                 if raw is not None:
                     raise FramingError(f"a tensor has its raw data twice (at byte {start})")
@@ -137,7 +138,7 @@ def _read_at(stream: IO[bytes], offset: int, length: int) -> bytes:
     return data
 
 
-def _varint(stream: IO[bytes], end: int) -> int:
+def _read_varint(stream: IO[bytes], end: int) -> int:
     value, shift = 0, 0
     while True:
         if stream.tell() >= end or shift > 63:
@@ -153,21 +154,9 @@ def _varint(stream: IO[bytes], end: int) -> int:
 
 def _skip_scalar(stream: IO[bytes], kind: int, end: int) -> None:
     if kind == _VARINT:
-        _varint(stream, end)
+        _read_varint(stream, end)
         return
     after = stream.tell() + _FIXED_SIZES[kind]
     if after > end:
         raise FramingError(f"a fixed-size field runs past its message (at byte {stream.tell()})")
     stream.seek(after)
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)

@@ -53,21 +53,22 @@ def write_onnx(model: ir.Model, path: Path, view: Path | None = None) -> None:
         source = streamed.get(tensor_proto.name) if tensor_proto.HasField("raw_data") else None
         if source is None:
             body = tensor_proto.SerializeToString()
-            pieces.append((_key(initializer_field) + _varint(len(body)) + body, None, 0, b""))
+            pieces.append((length_key(initializer_field) + encode_varint(len(body)) + body, None, 0, b""))
             continue
         size = int(source.nbytes)
         if size != math.ceil(math.prod(source.shape.numpy()) * source.dtype.itemsize):
             raise ValueError(f"tensor {tensor_proto.name} holds {size} bytes, not what its shape and type need")
         low, high = _split(tensor_proto, data_field)
-        length = len(low) + len(_key(data_field)) + len(_varint(size)) + size + len(high)
-        head = _key(initializer_field) + _varint(length) + low + _key(data_field) + _varint(size)
+        data_key = length_key(data_field) + encode_varint(size)
+        length = len(low) + len(data_key) + size + len(high)
+        head = length_key(initializer_field) + encode_varint(length) + low + data_key
         pieces.append((head, source, size, high))
     graph_length = len(graph_low) + len(graph_high) + sum(len(a) + n + len(b) for a, _, n, b in pieces)
 
     extents: dict[str, tuple[int, int]] = {}  # name → (offset, length) of its data in the file
     with open(path, "wb") as stream:
         stream.write(model_low)
-        stream.write(_key(graph_field) + _varint(graph_length))
+        stream.write(length_key(graph_field) + encode_varint(graph_length))
         stream.write(graph_low)
         for (head, source, size, tail), tensor_proto in zip(pieces, tensors):
             stream.write(head)
@@ -200,12 +201,12 @@ def _number(message_type: type[onnx.ModelProto | onnx.GraphProto | onnx.TensorPr
     return int(message_type.DESCRIPTOR.fields_by_name[field].number)
 
 
-def _key(number: int) -> bytes:
+def length_key(number: int) -> bytes:
     """The key of a length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2)
+    return encode_varint(number << 3 | 2)
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     out = bytearray()
     while True:
         byte = value & 0x7F
