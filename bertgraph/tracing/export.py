@@ -108,12 +108,24 @@ def stack_plans(spec: ModelSpec, model: torch.nn.Module) -> list[tuple[Stack, St
         if container not in modules:
             continue  # a head without this stack (T5's token classifier has no decoder)
         layers = family.stack_layers(stack, spec.config)
-        period = _period(spec.config, stack.period, stack.types, stack.special, layers)
+        kinds = _layer_kinds(spec.config, model, stack.types)
+        period = _period(spec.config, stack.period, kinds, stack.special, layers)
         if period is None:
             return []
         traced = traced_layers(layers, stack.special, period)
-        plans.append((stack, StackPlan(container, layers, traced, stack.special, period, stack.shared)))
+        plans.append((stack, StackPlan(container, layers, traced, stack.special, period, stack.shared, kinds)))
     return plans
+
+
+def _layer_kinds(config: dict[str, Any], model: torch.nn.Module, types: str | None) -> tuple[str, ...] | None:
+    """Each layer's kind as the built model has it: transformers derives ``layer_types`` from other
+    fields (Qwen2's ``use_sliding_window`` and ``max_window_layers``), so the spec's config may not list it."""
+    if types is None:
+        return None
+    kinds = config.get(types)
+    if not isinstance(kinds, list):
+        kinds = getattr(getattr(model, "config", None), types, None)
+    return tuple(str(kind) for kind in kinds) if isinstance(kinds, (list, tuple)) else None
 
 
 def shrunk_config(spec: ModelSpec, stacks: list[tuple[Stack, StackPlan]]) -> dict[str, Any]:
@@ -121,19 +133,21 @@ def shrunk_config(spec: ModelSpec, stacks: list[tuple[Stack, StackPlan]]) -> dic
     config = dict(spec.config)
     for stack, plan in stacks:
         config[spec.family.sizes[stack.size]] = plan.traced
-        if stack.types and isinstance(config.get(stack.types), list):
-            config[stack.types] = config[stack.types][: plan.traced]
+        if stack.types and plan.kinds is not None:
+            # Listed outright: the shrunk model must not derive its kinds again from its smaller depth.
+            config[stack.types] = list(plan.kinds[: plan.traced])
     return config
 
 
-def _period(config: dict[str, Any], field: str | None, types: str | None, special: int, layers: int) -> int | None:
-    """After how many layers the stack repeats, checked against the config's list of layer kinds.
+def _period(
+    config: dict[str, Any], field: str | None, kinds: tuple[str, ...] | None, special: int, layers: int
+) -> int | None:
+    """After how many layers the stack repeats, checked against the model's list of layer kinds.
 
     None when the listed kinds do not repeat with that period (then every layer is traced).
     """
     period = int(config.get(field) or 1) if field else 1
-    kinds = config.get(types) if types else None
-    if isinstance(kinds, list):
+    if kinds is not None:
         if len(kinds) != layers:
             return None
         if any(kinds[index] != kinds[index - period] for index in range(special + period, layers)):

@@ -44,6 +44,7 @@ class StackPlan:
         special: leading layers unlike the rest (kept as traced, read by absolute index).
         period: layers after the special ones repeat with this period.
         shared: one layer module called once per layer; layers are calls.
+        kinds: each layer's kind in the full model (``layer_types``), when the config has them.
     """
 
     container: str
@@ -52,6 +53,7 @@ class StackPlan:
     special: int = 0
     period: int = 1
     shared: bool = False
+    kinds: tuple[str, ...] | None = None
 
 
 def traced_layers(layers: int, special: int = 0, period: int = 1) -> int:
