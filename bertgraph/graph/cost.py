@@ -252,7 +252,7 @@ def at_length(sizes: Mapping[str, int], name: str, length: int) -> dict[str, int
 
 def evaluate(poly: Poly, sizes: Mapping[str, int]) -> int:
     """``poly`` at ``sizes``, with a clear error for a dimension that has no size."""
-    missing = sorted(poly.names() - set(sizes))
+    missing = sorted(poly.dims() - set(sizes))
     if missing:
         raise CostError(
             f"the cost depends on the dimension {missing[0]!r}, which has no size here "

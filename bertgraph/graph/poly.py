@@ -22,7 +22,10 @@ from functools import reduce
 # A monomial: (dimension name, power) pairs sorted by name; () is the constant term.
 Monomial = tuple[tuple[str, int], ...]
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(\*\*|[-+*()]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(\*\*|[-+*(),]))")
+# A dimension capped at a whole number (a sliding window's cache keeps at most ``w - 1`` tokens):
+# one name of its own, ``min(seq, 15)``, valid Python and sympy like the rest of the text.
+_CAPPED = re.compile(r"^min\(([A-Za-z_][A-Za-z0-9_]*), (\d+)\)$")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -64,6 +67,18 @@ class Poly:
     @classmethod
     def var(cls, name: str) -> Poly:
         return cls({((name, 1),): 1})
+
+    @classmethod
+    def capped(cls, name: str, cap: int) -> Poly:
+        """``min(name, cap)`` as a variable of its own, evaluated from ``name``'s size.
+
+        >>> window = Poly.capped("seq", 15) * 2 + Poly.var("seq")
+        >>> str(window), window.evaluate({"seq": 4}), window.evaluate({"seq": 100})
+        ('2*min(seq, 15) + seq', 12, 130)
+        >>> Poly.parse(str(window)) == window, window.dims()
+        (True, {'seq'})
+        """
+        return cls.var(f"min({name}, {int(cap)})")
 
     @classmethod
     def of(cls, value: int | str | Poly) -> Poly:
@@ -148,6 +163,24 @@ class Poly:
         """The dimension names that occur."""
         return {name for monomial in self._terms for name, _ in monomial}
 
+    def dims(self) -> set[str]:
+        """The dimensions whose sizes evaluation needs (``seq`` for ``min(seq, 15)``)."""
+        return {_base(name) for name in self.names()}
+
+    def substitute(self, values: Mapping[str, Poly | int]) -> Poly:
+        """The polynomial with each dimension in ``values`` replaced (``seq`` → ``1``, ``seq + 1``).
+
+        >>> Poly.parse("3*batch*seq**2 + seq").substitute({"seq": Poly.parse("seq + 1")})
+        Poly('3*batch*seq**2 + 6*batch*seq + 3*batch + seq + 1')
+        """
+        result = Poly()
+        for monomial, coefficient in self._terms.items():
+            term = Poly.const(coefficient)
+            for name, power in monomial:
+                term = term * (Poly.of(values[name]) if name in values else Poly.var(name)) ** power
+            result = result + term
+        return result
+
     def degree(self, name: str) -> int:
         """The highest power of ``name`` (0 when absent)."""
         return max((dict(m).get(name, 0) for m in self._terms), default=0)
@@ -162,7 +195,7 @@ class Poly:
         for monomial, coefficient in self._terms.items():
             value = coefficient
             for name, power in monomial:
-                value *= sizes[name] ** power
+                value *= _size(name, sizes) ** power
             total += value
         return total
 
@@ -204,6 +237,18 @@ class Poly:
             return _readable_sum(self.terms())
         rest = [(_divide(m, common), c) for m, c in self.terms()]
         return f"{_readable_monomial(common)}·({_readable_sum(rest)})"
+
+
+def _base(name: str) -> str:
+    capped = _CAPPED.match(name)
+    return capped.group(1) if capped else name
+
+
+def _size(name: str, sizes: Mapping[str, int]) -> int:
+    capped = _CAPPED.match(name)
+    if capped and name not in sizes:
+        return min(sizes[capped.group(1)], int(capped.group(2)))
+    return sizes[name]
 
 
 def total(polys: Iterable[Poly]) -> Poly:
@@ -342,6 +387,12 @@ class _Parser:
             if self.take() != ")":
                 raise self.fail()
             return inner
+        if token == "min" and self.peek() == "(":
+            self.take()
+            name, comma, cap, close = self.take(), self.take(), self.take(), self.take()
+            if comma != "," or close != ")" or not cap.isdigit() or not (name[0].isalpha() or name[0] == "_"):
+                raise self.fail()
+            return Poly.capped(name, int(cap))
         if token[0].isalpha() or token[0] == "_":
             return Poly.var(token)
         raise self.fail()

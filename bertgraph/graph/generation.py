@@ -1,0 +1,216 @@
+"""What generating text costs: the KV cache and one decode step, from the attention facts and the per-op polynomials.
+
+**KV cache.** Every attention block whose keys a generating model keeps — causal
+self-attention, a causal sliding window, cross-attention — caches its keys and values:
+``batch × kv_heads × tokens × (key head size + value head size)`` elements per block, read
+off the scaled dot-product attention op (its key and value shapes; the key/value heads the
+facts pass found before grouped-query attention repeats them). A full block keeps every
+token of its key length (``seq``; a decoder's own ``tgt`` and the encoder's ``seq`` for
+cross-attention); a sliding-window block of ``w`` keeps ``min(seq, w - 1)``, as
+transformers' ``DynamicSlidingWindowLayer`` does (the token being decoded makes ``w``).
+Bidirectional and two-sided window blocks (encoders) keep nothing.
+
+**Decode step.** One generated token with ``seq`` tokens cached (``tgt`` in an
+encoder-decoder, whose encoder output stays cached too) runs every op of the forward pass at
+a length of 1 — but attention's own products, whose key length is the cached length plus the
+new token (``min(seq, w - 1) + 1`` in a window), and cross-attention, whose keys are the
+encoder's ``seq``. An encoder-decoder's step does not run the encoder, nor cross-attention's
+key and value projections (ops whose cost has the encoder length and not the decoder's): both
+are cached. The count is matmul FLOPs as ``torch.utils.flop_counter`` counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from bertgraph.graph import schema as g
+from bertgraph.graph.cost import (
+    DECODER,
+    CostError,
+    evaluate,
+    has_decoder_length,
+    has_weight_operand,
+    itemsize,
+    node_poly,
+    sequence_name,
+    shape_poly,
+)
+from bertgraph.graph.formulas import numel
+from bertgraph.graph.poly import Monomial, Poly, PolyError, total
+
+CACHED_KINDS = (g.CAUSAL, g.CAUSAL_SLIDING_WINDOW, g.CROSS)
+SDPA_TARGETS = ("aten.scaled_dot_product_attention.default",)
+
+
+@dataclass(frozen=True)
+class CacheLayer:
+    """What one attention block caches: elements per cached token and how many tokens it keeps."""
+
+    node: str
+    module: str
+    kind: str
+    window: int | None
+    per_token: Poly  # batch × kv_heads × (key + value head size)
+    tokens: Poly  # the key length, or min(key length, w - 1)
+    dtype: str
+
+    def elements(self) -> Poly:
+        return self.per_token * self.tokens
+
+
+def length_name(poly: Poly) -> str:
+    """The one dimension a length is (``seq``, ``tgt``); raises :class:`CostError` otherwise."""
+    names = sorted(poly.names())
+    if len(names) != 1 or poly != Poly.var(names[0]):
+        raise CostError(f"an attention block's key length is {poly}, not one named length")
+    return names[0]
+
+
+def _attention_nodes(graph: nx.DiGraph) -> list[str]:
+    return [
+        node
+        for node in g.ops_in_order(graph)
+        if graph.nodes[node].get(g.KIND) == g.OPERATOR and graph.nodes[node].get(g.ATTENTION)
+    ]
+
+
+def cache_layers(graph: nx.DiGraph) -> list[CacheLayer]:
+    """Every attention block that caches keys and values, in execution order.
+
+    Raises :class:`CostError` when an attention block's operands are not a scaled dot-product
+    attention's (an eager trace's ``softmax``, an ONNX file), so no cache is ever guessed.
+    """
+    layers = []
+    for node in _attention_nodes(graph):
+        data = graph.nodes[node]
+        kind = str(data[g.ATTENTION])
+        if kind not in CACHED_KINDS:
+            continue
+        if data.get(g.TARGET) not in SDPA_TARGETS or len(data.get(g.INPUTS, [])) < 3:
+            raise CostError(
+                f"{data.get(g.MODULE) or node}: the KV cache is read off scaled dot-product attention's keys "
+                "and values, and this attention block has none; trace the model with its default attention"
+            )
+        try:
+            _, key, value = (shape_poly(shape) for shape in data[g.INPUTS][:3])
+        except PolyError as error:
+            raise CostError(f"{data.get(g.MODULE) or node}: the key shape is not known ({error})") from error
+        heads = Poly.of(int(data.get(g.KV_HEADS) or 0) or key[1])
+        length = key[-2]
+        window = data.get(g.WINDOW) if kind == g.CAUSAL_SLIDING_WINDOW else None
+        tokens = Poly.capped(length_name(length), int(window) - 1) if isinstance(window, int) else length
+        per_token = numel(key[:-3]) * heads * (key[-1] + value[-1])
+        layers.append(
+            CacheLayer(node, str(data.get(g.MODULE, "")), kind, window, per_token, tokens, str(data.get(g.DTYPE)))
+        )
+    return layers
+
+
+def kv_cache_bytes(graph: nx.DiGraph, dtype: str | None = None) -> Poly:
+    """Bytes the KV cache holds once ``seq`` tokens (an encoder-decoder: ``seq`` and ``tgt``) are in it.
+
+    Each block at its traced dtype, or at ``dtype`` when given.
+    """
+    return total(layer.elements() * (itemsize(dtype or layer.dtype) or 0) for layer in cache_layers(graph))
+
+
+def is_generative(graph: nx.DiGraph) -> bool:
+    """Whether the model has an attention block that caches (a decoder)."""
+    return any(graph.nodes[node].get(g.ATTENTION) in CACHED_KINDS for node in _attention_nodes(graph))
+
+
+# --- one decode step ---------------------------------------------------------------------------------
+
+
+def step_name(graph: nx.DiGraph) -> str:
+    """The length a decode step advances: the decoder's ``tgt``, or the sequence of a decoder-only model."""
+    return DECODER if has_decoder_length(graph) else sequence_name(graph)
+
+
+def _attention_facts(graph: nx.DiGraph, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    if data.get(g.ATTENTION):
+        return data
+    entry = graph.graph.get(g.G_MODULES, {}).get(str(data.get(g.MODULE, "")), {})
+    return entry if isinstance(entry, dict) else {}
+
+
+def _divide(poly: Poly, by: Monomial) -> Poly:
+    """``poly / by`` where every monomial holds ``by``; raises :class:`CostError` otherwise."""
+    terms: dict[Monomial, int] = {}
+    for monomial, coefficient in poly.terms():
+        powers = dict(monomial)
+        for name, power in by:
+            if powers.get(name, 0) < power:
+                raise CostError(f"an attention product's cost {poly} is not per query and key")
+            powers[name] -= power
+        terms[tuple(sorted((n, p) for n, p in powers.items() if p))] = coefficient
+    return Poly(terms)
+
+
+def _encoder_only_work(graph: nx.DiGraph, data: Mapping[str, Any], poly: Poly, step: str) -> bool:
+    """An encoder-decoder's op that a decode step does not run: the encoder's, or cross-attention's
+    key and value projections of the encoder output (costs in ``seq`` without ``tgt``)."""
+    if step != DECODER or step in poly.names():
+        return False
+    module = str(data.get(g.MODULE, ""))
+    in_encoder = any(
+        (module == path or module.startswith(path + ".")) and kind == "encoder"
+        for path, kind in graph.graph.get(g.G_STACKS, {}).items()
+    )
+    return in_encoder or bool(poly.names())
+
+
+def decode_step_flops(graph: nx.DiGraph) -> Poly:
+    """Matmul FLOPs of one decode step with the step length's tokens cached (see the module doc)."""
+    step = step_name(graph)
+    seq = sequence_name(graph)
+    one = {step: Poly.const(1)}
+    result = Poly()
+    for node in g.ops_in_order(graph):
+        data = graph.nodes[node]
+        if data.get(g.KIND) != g.OPERATOR:
+            continue
+        poly = node_poly(data, g.MATMUL_FLOPS)
+        if not poly or _encoder_only_work(graph, data, poly, step):
+            continue
+        if has_weight_operand(graph, node):
+            result = result + poly.substitute(one)
+            continue
+        facts = _attention_facts(graph, data)
+        kind = facts.get(g.ATTENTION)
+        if kind not in CACHED_KINDS:
+            raise CostError(
+                f"{data.get(g.MODULE) or node}: a decode step runs {kind or 'unlabelled'} attention, "
+                "which caches nothing; only decoders generate"
+            )
+        if kind == g.CROSS:
+            keys = Poly.var(seq)
+            per_pair = _divide(poly, ((step, 1), (seq, 1)))
+        else:
+            window = facts.get(g.WINDOW)
+            cached = Poly.capped(step, int(window) - 1) if isinstance(window, int) else Poly.var(step)
+            keys = cached + 1
+            per_pair = _divide(poly, ((step, 2),))
+        result = result + per_pair * keys
+    return result
+
+
+def generate(
+    graph: nx.DiGraph, sizes: Mapping[str, int], tokens: int, prefill: Poly, dtype: str | None = None
+) -> dict[str, int]:
+    """Prefill at ``sizes`` and ``tokens`` decode steps after it: their matmul FLOPs and the cache at the end."""
+    step = step_name(graph)
+    decode = decode_step_flops(graph)
+    steps = sum(evaluate(decode, {**sizes, step: sizes[step] + index}) for index in range(tokens))
+    first = evaluate(prefill, sizes)
+    return {
+        "tokens": tokens,
+        "prefill_flops": first,
+        "decode_flops": steps,
+        "total_flops": first + steps,
+        "kv_cache_bytes": evaluate(kv_cache_bytes(graph, dtype), {**sizes, step: sizes[step] + tokens}),
+    }

@@ -1,0 +1,103 @@
+"""Real generating models built from tiny configs on the CPU, and their traced graphs, for the planning tests.
+
+Three kinds of decoder: grouped-query (LLaMA, 2 key/value heads for 4 query heads), a sliding
+window on only some layers (Qwen2: layers 2–3 of 4 slide with a window of 16), and an
+encoder-decoder (T5, a self-attention and a cross-attention cache per decoder block); GPT-2
+for a plain one.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+import bertgraph
+from tests.family_configs import TINY
+
+WINDOW = 16
+CONFIGS: dict[str, dict[str, Any]] = {
+    "llama": TINY["llama"],
+    "gpt2": TINY["gpt2"],
+    "qwen2-sliding": {
+        **TINY["qwen2"],
+        "num_hidden_layers": 4,
+        "use_sliding_window": True,
+        "sliding_window": WINDOW,
+        "max_window_layers": 2,
+    },
+    "t5": TINY["t5"],
+}
+ENCODER_DECODERS = ("t5",)
+# Prompt lengths: shorter than the window, and long enough for it to cut.
+PROMPTS = [(1, 5), (2, 24)]
+DECODER_TOKENS = 7  # an encoder-decoder's decoder tokens in its prompt
+
+_GRAPHS: dict[str, nx.DiGraph] = {}
+_FOLDER = Path(tempfile.mkdtemp(prefix="bertgraph-generation-"))
+
+
+def head_of(name: str) -> str:
+    return "seq2seq-lm" if name in ENCODER_DECODERS else "causal-lm"
+
+
+def config_dir(name: str) -> Path:
+    folder = _FOLDER / name
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(CONFIGS[name]))
+    return folder
+
+
+def graph_of(name: str) -> nx.DiGraph:
+    """The traced graph (facts and costs on), once per session."""
+    if name not in _GRAPHS:
+        _GRAPHS[name] = bertgraph.trace(str(config_dir(name)), head_of(name), cache=False).graph
+    return _GRAPHS[name]
+
+
+def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:
+    """The model itself, random weights (seeded), in eval mode."""
+    import torch
+    import transformers
+
+    config = CONFIGS[name]
+    fields = {key: value for key, value in config.items() if key != "model_type"}
+    built = transformers.AutoConfig.for_model(config["model_type"], **fields, attn_implementation=attention)
+    kind = transformers.AutoModelForSeq2SeqLM if name in ENCODER_DECODERS else transformers.AutoModelForCausalLM
+    torch.manual_seed(0)
+    model = kind.from_config(built).eval()
+    return model.to(dtype) if dtype is not None else model
+
+
+def sizes_of(name: str, batch: int, seq: int) -> dict[str, int]:
+    sizes = {"batch": batch, "seq": seq}
+    return {**sizes, "tgt": DECODER_TOKENS} if name in ENCODER_DECODERS else sizes
+
+
+def prompt(name: str, model: Any, batch: int, seq: int) -> tuple[Any, dict[str, Any]]:
+    """Run a prompt of ``seq`` tokens with the cache on: the cache, and the inputs of the next step (one token)."""
+    import torch
+
+    vocab = CONFIGS[name]["vocab_size"]
+    generator = torch.Generator().manual_seed(seq)
+    ids = torch.randint(0, vocab, (batch, seq), generator=generator)
+    following = torch.randint(0, vocab, (batch, 1), generator=generator)
+    with torch.no_grad():
+        if name in ENCODER_DECODERS:
+            decoder = torch.randint(0, vocab, (batch, DECODER_TOKENS), generator=generator)
+            out = model(input_ids=ids, decoder_input_ids=decoder, use_cache=True)
+            step = {"encoder_outputs": (out.encoder_last_hidden_state,), "decoder_input_ids": following}
+        else:
+            out = model(input_ids=ids, use_cache=True)
+            step = {"input_ids": following}
+    return out.past_key_values, step
+
+
+def cache_tensors(cache: Any) -> list[Any]:
+    """Every key and value tensor a transformers cache holds (both caches of an EncoderDecoderCache)."""
+    both = hasattr(cache, "cross_attention_cache")
+    caches = [cache.self_attention_cache, cache.cross_attention_cache] if both else [cache]
+    return [tensor for part in caches for layer in part.layers for tensor in (layer.keys, layer.values)]
