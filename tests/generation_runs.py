@@ -31,6 +31,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
     "t5": TINY["t5"],
 }
+ENCODERS: dict[str, dict[str, Any]] = {"modernbert": TINY["modernbert"]}  # a two-sided window
 ENCODER_DECODERS = ("t5",)
 # Prompt lengths: shorter than the window, and long enough for it to cut.
 PROMPTS = [(1, 5), (2, 24)]
@@ -41,13 +42,13 @@ _FOLDER = Path(tempfile.mkdtemp(prefix="bertgraph-generation-"))
 
 
 def head_of(name: str) -> str:
-    return "seq2seq-lm" if name in ENCODER_DECODERS else "causal-lm"
+    return "seq2seq-lm" if name in ENCODER_DECODERS else "base" if name in ENCODERS else "causal-lm"
 
 
 def config_dir(name: str) -> Path:
     folder = _FOLDER / name
     folder.mkdir(exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(CONFIGS[name]))
+    (folder / "config.json").write_text(json.dumps({**CONFIGS, **ENCODERS}[name]))
     return folder
 
 
@@ -63,10 +64,11 @@ def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:
     import torch
     import transformers
 
-    config = CONFIGS[name]
+    config = {**CONFIGS, **ENCODERS}[name]
     fields = {key: value for key, value in config.items() if key != "model_type"}
     built = transformers.AutoConfig.for_model(config["model_type"], **fields, attn_implementation=attention)
     kind = transformers.AutoModelForSeq2SeqLM if name in ENCODER_DECODERS else transformers.AutoModelForCausalLM
+    kind = transformers.AutoModel if name in ENCODERS else kind
     torch.manual_seed(0)
     model = kind.from_config(built).eval()
     return model.to(dtype) if dtype is not None else model

@@ -40,7 +40,8 @@ from bertgraph.graph.cost import (
     shape_poly,
 )
 from bertgraph.graph.formulas import numel
-from bertgraph.graph.poly import Monomial, Poly, PolyError, total
+from bertgraph.graph.masked import attention_facts_of, divide
+from bertgraph.graph.poly import Poly, PolyError, total
 
 CACHED_KINDS = (g.CAUSAL, g.CAUSAL_SLIDING_WINDOW, g.CROSS)
 SDPA_TARGETS = ("aten.scaled_dot_product_attention.default",)
@@ -131,26 +132,6 @@ def step_name(graph: nx.DiGraph) -> str:
     return DECODER if has_decoder_length(graph) else sequence_name(graph)
 
 
-def _attention_facts(graph: nx.DiGraph, data: Mapping[str, Any]) -> Mapping[str, Any]:
-    if data.get(g.ATTENTION):
-        return data
-    entry = graph.graph.get(g.G_MODULES, {}).get(str(data.get(g.MODULE, "")), {})
-    return entry if isinstance(entry, dict) else {}
-
-
-def _divide(poly: Poly, by: Monomial) -> Poly:
-    """``poly / by`` where every monomial holds ``by``; raises :class:`CostError` otherwise."""
-    terms: dict[Monomial, int] = {}
-    for monomial, coefficient in poly.terms():
-        powers = dict(monomial)
-        for name, power in by:
-            if powers.get(name, 0) < power:
-                raise CostError(f"an attention product's cost {poly} is not per query and key")
-            powers[name] -= power
-        terms[tuple(sorted((n, p) for n, p in powers.items() if p))] = coefficient
-    return Poly(terms)
-
-
 def _encoder_only_work(graph: nx.DiGraph, data: Mapping[str, Any], poly: Poly, step: str) -> bool:
     """An encoder-decoder's op that a decode step does not run: the encoder's, or cross-attention's
     key and value projections of the encoder output (costs in ``seq`` without ``tgt``)."""
@@ -180,7 +161,7 @@ def decode_step_flops(graph: nx.DiGraph) -> Poly:
         if has_weight_operand(graph, node):
             result = result + poly.substitute(one)
             continue
-        facts = _attention_facts(graph, data)
+        facts = attention_facts_of(graph, data)
         kind = facts.get(g.ATTENTION)
         if kind not in CACHED_KINDS:
             raise CostError(
@@ -189,12 +170,12 @@ def decode_step_flops(graph: nx.DiGraph) -> Poly:
             )
         if kind == g.CROSS:
             keys = Poly.var(seq)
-            per_pair = _divide(poly, ((step, 1), (seq, 1)))
+            per_pair = divide(poly, ((step, 1), (seq, 1)))
         else:
             window = facts.get(g.WINDOW)
             cached = Poly.capped(step, int(window) - 1) if isinstance(window, int) else Poly.var(step)
             keys = cached + 1
-            per_pair = _divide(poly, ((step, 2),))
+            per_pair = divide(poly, ((step, 2),))
         result = result + per_pair * keys
     return result
 
