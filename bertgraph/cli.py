@@ -192,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="count floating-point tensors and weights at this width; training arithmetic for it "
         "(default: as traced, float32)",
     )
+    cost.add_argument(
+        "--generate",
+        type=_positive,
+        metavar="N",
+        help="a decoder's prefill of each length and N decode steps after it: matmul FLOPs, the KV cache at the end",
+    )
     cost.add_argument("--format", choices=TABLE_FORMATS, default="text")
     cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
     _output(cost, False, "write to a file instead of standard output")
@@ -401,7 +407,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
         from bertgraph.files import check_writable
 
         check_writable(args.output)
-    summary = _architecture(args, args.head).summary(depth=args.depth, fold=not args.unfold)
+    arch = _architecture(args, args.head)
+    summary = arch.summary(depth=args.depth, fold=not args.unfold)
+    from bertgraph.graph.generation import kv_cache_summary
+
+    kv_cache = kv_cache_summary(arch.graph)
+    if kv_cache is not None:
+        summary["kv_cache"] = kv_cache
     _emit(args, _tables(args.format, summary, text.generate_summary, markdown.generate_summary))
     return 0
 
@@ -436,7 +448,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
     cost.check_products_counted(arch.graph, name=str(args.model))
     batch = args.batch or 1
     sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
-    report = cost.cost_report(arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype)
+    report = cost.cost_report(
+        arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype, generate=args.generate
+    )
     _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
 

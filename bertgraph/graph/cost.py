@@ -327,15 +327,46 @@ def _figure(poly: Poly, sizes_list: Sequence[Mapping[str, int]]) -> dict[str, An
     return {"formula": str(poly), "readable": poly.readable(), "values": [evaluate(poly, s) for s in sizes_list]}
 
 
+# What every memory figure assumes: fused attention, as transformers runs by default.
+ATTENTION_ASSUMED = "sdpa"
+KV_CACHE = "kv_cache_bytes"
+DECODE_FLOPS = "decode_flops_per_token"
+MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
+
+
+def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], list[str]]:
+    """Mask-aware attention FLOPs, and for a decoder its KV cache in ``dtype`` and one decode step's
+    matmul FLOPs; with a note for each figure the graph cannot give (then it is left out, never guessed)."""
+    from bertgraph.graph import generation, masked
+
+    found: dict[str, Poly] = {}
+    notes: list[str] = []
+    try:
+        found[MASKED_ATTENTION_FLOPS] = masked.masked_attention_flops(graph)
+    except CostError as error:
+        notes.append(f"no mask-aware attention FLOPs: {error}")
+    if generation.is_generative(graph):
+        try:
+            found[KV_CACHE] = generation.kv_cache_bytes(graph, dtype)
+            found[DECODE_FLOPS] = generation.decode_step_flops(graph)
+        except CostError as error:
+            notes.append(f"no KV cache or decode step: {error}")
+    return found, notes
+
+
 def cost_report(
     graph: nx.DiGraph,
     sizes_list: Sequence[Mapping[str, int]],
     depth: int | None = None,
     fold: bool = True,
     dtype: str | None = None,
+    generate: int | None = None,
 ) -> dict[str, Any]:
-    """The ``cost --format json`` object: totals, the module tree, memory and training arithmetic."""
-    from bertgraph.graph import memory
+    """The ``cost --format json`` object: totals, the module tree, memory and training arithmetic.
+
+    ``generate``: tokens to generate after a prefill at each size (a decoder's ``generate`` entry).
+    """
+    from bertgraph.graph import generation, memory
 
     if not has_costs(graph):
         annotate(graph)
@@ -360,12 +391,31 @@ def cost_report(
         )
     chosen = dtype or memory.traced_float_dtype(graph)
     peaks = [memory.peak_activation(graph, s, dtype) for s in sizes_list]
+    planning, notes = planning_totals(graph, chosen)
+    extra: dict[str, Any] = {}
+    if generate is not None and DECODE_FLOPS in planning:
+        extra["generate"] = [
+            generation.generate(graph, s, generate, totals[g.MATMUL_FLOPS], chosen) for s in sizes_list
+        ]
+    elif generate is not None:
+        raise CostError(
+            f"{graph.graph.get(g.G_NAME) or 'this model'} does not generate (no causal or cross-attention "
+            "that caches keys); --generate applies to decoders such as gpt2 or t5-small"
+        )
     return {
         "model": graph.graph.get(g.G_NAME, ""),
         "head": graph.graph.get(g.G_HEAD, ""),
         "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
         "sizes": [dict(s) for s in sizes_list],
-        "total": {key: _figure(poly, sizes_list) for key, poly in totals.items()},
+        "total": {key: _figure(poly, sizes_list) for key, poly in {**totals, **planning}.items()},
+        "assumptions": {
+            "attention": ATTENTION_ASSUMED,
+            "dtype": chosen,
+            "flops": "matmul FLOPs count 2 per multiply-add, as torch.utils.flop_counter does; "
+            f"{MASKED_ATTENTION_FLOPS} counts only the pairs the mask allows, which FlopCounterMode does not",
+        },
+        "notes": notes,
+        **extra,
         "rows": rows,
         "memory": {
             "dtype": chosen,

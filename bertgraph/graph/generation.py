@@ -195,3 +195,28 @@ def generate(
         "total_flops": first + steps,
         "kv_cache_bytes": evaluate(kv_cache_bytes(graph, dtype), {**sizes, step: sizes[step] + tokens}),
     }
+
+
+SUMMARY_TOKENS = 4096
+SUMMARY_DTYPE = "bfloat16"
+
+
+def kv_cache_summary(
+    graph: nx.DiGraph, tokens: int = SUMMARY_TOKENS, dtype: str = SUMMARY_DTYPE
+) -> dict[str, Any] | None:
+    """A decoder's KV cache at ``tokens`` (an encoder-decoder's input and decoder both that long), batch 1;
+    None for a model that caches nothing or whose cache the graph cannot give."""
+    if not is_generative(graph):
+        return None
+    try:
+        poly = kv_cache_bytes(graph, dtype)
+    except CostError:
+        return None
+    sizes = {name: tokens for name in poly.dims()} | {"batch": 1}
+    return {
+        "tokens": tokens,
+        "dtype": dtype,
+        "formula": str(poly),
+        "readable": poly.readable(),
+        "bytes": evaluate(poly, sizes),
+    }

@@ -82,6 +82,9 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield f"Example input {md(example)}; shapes name these dimensions. Rows inside a folded group count one instance."
     yield ""
     yield from generate_architecture(summary.get("architecture", {}))
+    if summary.get("kv_cache"):
+        yield md(text.kv_cache_line(summary["kv_cache"])) + "."
+        yield ""
     yield from generate_summary_table(summary)
 
 
@@ -160,7 +163,8 @@ def generate_cost_body(report: dict[str, Any]) -> Iterable[str]:
         [md(h) for h in headers], ([md(c) for c in r] for r in rows), [False] + [True] * (len(headers) - 1)
     )
     yield ""
-    for line in (text.peak_sentence(report), text.training_sentence(report), text.unsupported_sentence(report)):
+    sentences = (text.peak_sentence(report), text.training_sentence(report), *text.planning_sentences(report))
+    for line in (*sentences, text.unsupported_sentence(report)):
         yield md(line[0].upper() + line[1:]) + "."
     yield ""
     headers, rows, right = text.cost_tree(report)

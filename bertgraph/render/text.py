@@ -100,6 +100,9 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield terminal_text(f"example input: {example}; shapes show these dims by name")
     yield ""
     yield from _architecture_lines(summary.get("architecture", {}))
+    if summary.get("kv_cache"):
+        yield kv_cache_line(summary["kv_cache"])
+        yield ""
     body = []
     for index, row in enumerate(rows):
         params = figures.count(row["params"])
@@ -121,6 +124,14 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield (
         f"total {figures.count(summary['total'])} parameters, "
         f"trainable {figures.count(summary['trainable'])}; rows inside a folded group count one instance"
+    )
+
+
+def kv_cache_line(entry: dict[str, Any]) -> str:
+    """``KV cache at 4,096 tokens in bfloat16: 96.0 MiB (batch 1)``."""
+    return (
+        f"KV cache at {figures.count(entry['tokens'])} tokens in {entry['dtype']}: {figures.size(entry['bytes'])} "
+        f"(batch 1; {entry['readable']} bytes)"
     )
 
 
@@ -188,8 +199,49 @@ def cost_totals(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         ("all FLOPs", "flops"),
         ("activations written (bytes)", "activation_bytes"),
     ]
+    dtype = report.get("assumptions", {}).get("dtype", "")
+    planning = [
+        # what a kernel skipping masked pairs needs: not FlopCounterMode's count
+        ("  attention, masked pairs only", "attention_matmul_flops_masked", 3),
+        (f"KV cache (bytes, {dtype})", "kv_cache_bytes", None),
+        ("decode step matmul FLOPs", "decode_flops_per_token", None),
+    ]
+    for name, key, at in planning:
+        if key in total:
+            named.insert(at if at is not None else len(named), (name, key))
     rows = [[name, *(figures.count(v) for v in total[key]["values"]), total[key]["readable"]] for name, key in named]
     return ["", *labels, "formula"], rows
+
+
+def planning_sentences(report: dict[str, Any]) -> Iterable[str]:
+    """What the planning figures assume and mean, and the arithmetic of generating N tokens."""
+    total = report["total"]
+    assumed = report.get("assumptions", {})
+    if assumed:
+        yield (
+            f"memory assumes {assumed['attention']} attention (transformers' default; eager attention also "
+            f"holds every score matrix) and {assumed['dtype']} floating-point tensors"
+        )
+    if "attention_matmul_flops_masked" in total:
+        yield (
+            "masked pairs only: attention products over the (query, key) pairs the mask allows, what a kernel "
+            "that skips masked blocks needs, not what FlopCounterMode counts (every pair)"
+        )
+    if "kv_cache_bytes" in total:
+        yield (
+            "KV cache: keys and values every causal and cross-attention block keeps after the prompt "
+            "(a sliding window of w keeps w - 1 tokens); decode step: one new token with the prompt cached, "
+            "head included"
+        )
+    for entry, sizes in zip(report.get("generate", []), report["sizes"]):
+        label = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        yield (
+            f"generating {figures.count(entry['tokens'])} tokens after {label}: prefill "
+            f"{figures.count(entry['prefill_flops'])} + decode {figures.count(entry['decode_flops'])} = "
+            f"{figures.count(entry['total_flops'])} matmul FLOPs; KV cache at the end "
+            f"{figures.count(entry['kv_cache_bytes'])} B ({figures.size(entry['kv_cache_bytes'])})"
+        )
+    yield from report.get("notes", [])
 
 
 def cost_memory(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -274,6 +326,7 @@ def generate_cost(report: dict[str, Any]) -> Iterable[str]:
     yield from table(headers, rows, [False] + [True] * (len(headers) - 1))
     yield peak_sentence(report)
     yield training_sentence(report)
+    yield from planning_sentences(report)
     yield unsupported_sentence(report)
     yield ""
     headers, rows, right = cost_tree(report)
