@@ -202,7 +202,7 @@ def cost_totals(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     dtype = report.get("assumptions", {}).get("dtype", "")
     planning = [
         # what a kernel skipping masked pairs needs: not FlopCounterMode's count
-        ("  attention, masked pairs only", "attention_matmul_flops_masked", 3),
+        ("  attention, allowed pairs", "attention_matmul_flops_masked", 3),
         (f"KV cache (bytes, {dtype})", "kv_cache_bytes", None),
         ("decode step matmul FLOPs", "decode_flops_per_token", None),
     ]
@@ -224,7 +224,7 @@ def planning_sentences(report: dict[str, Any]) -> Iterable[str]:
         )
     if "attention_matmul_flops_masked" in total:
         yield (
-            "masked pairs only: attention products over the (query, key) pairs the mask allows, what a kernel "
+            "allowed pairs: attention products over the (query, key) pairs the mask allows, what a kernel "
             "that skips masked blocks needs, not what FlopCounterMode counts (every pair)"
         )
     if "kv_cache_bytes" in total:
