@@ -83,8 +83,11 @@ def masked_attention_flops(graph: nx.DiGraph) -> Poly:
             continue
         facts = attention_facts_of(graph, data)
         kind = str(facts.get(g.ATTENTION, g.BIDIRECTIONAL))
+        if kind in (g.BIDIRECTIONAL, g.CROSS):
+            result = result + poly  # every pair is allowed (DeBERTa's position products too)
+            continue
         pairs = product_pairs(poly)
-        if kind == g.CROSS or len(pairs) == 2:
+        if len(pairs) == 2:
             result = result + poly
             continue
         window = facts.get(g.WINDOW)

@@ -230,8 +230,8 @@ def planning_sentences(report: dict[str, Any]) -> Iterable[str]:
     if "kv_cache_bytes" in total:
         yield (
             "KV cache: keys and values every causal and cross-attention block keeps after the prompt "
-            "(a sliding window of w keeps w - 1 tokens); decode step: one new token with the prompt cached, "
-            "head included"
+            "(a sliding window of w keeps w - 1 tokens); decode step: one new token with the prompt cached "
+            "(an encoder-decoder: tgt decoder tokens and the encoder's output), head included"
         )
     for entry, sizes in zip(report.get("generate", []), report["sizes"]):
         label = ", ".join(f"{k}={v}" for k, v in sizes.items())
