@@ -433,7 +433,8 @@
       body.append(element("p", details.shared.join(", ")));
     }
     if (details.cost && details.cost.length) {
-      body.append(element("h3", shown.sizes ? `Cost at ${shown.sizes}` : "Cost"));
+      const copies = details.repeat > 1 ? `, all ${details.repeat} copies` : "";
+      body.append(element("h3", (shown.sizes ? `Cost at ${shown.sizes}` : "Cost") + copies));
       const costs = element("dl", undefined, "cost");
       for (const [words, value, unit] of details.cost) costs.append(element("dt", words), element("dd", amount(value, unit)));
       body.append(costs);
