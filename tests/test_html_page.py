@@ -358,6 +358,8 @@ def test_search_brings_each_match_into_view_and_offers_the_depth_that_has_one(
     assert len(wanted) == 2
     before = geometry(browser, wanted)
     assert not any(within(box, before["stage"]) for box in before["nodes"].values())  # out of sight at first
+    browser.click(*centre_of(browser, "#zoom-fit"))  # the whole drawing, its text too small to read
+    assert geometry(browser)["smallest_anywhere"] < 10
 
     browser.click(*centre_of(browser, "#search"))
     browser.type_text("intermediate")
