@@ -381,7 +381,7 @@
   }
   function count(value) {
     const exact = number.format(value);
-    const scale = SCALES.find(([size]) => Math.abs(value) >= size * 10);
+    const scale = Math.abs(value) >= 1e4 && SCALES.find(([size]) => Math.abs(value) >= size);
     return scale ? `${rounded(value / scale[0])} ${scale[1]} (${exact})` : exact;
   }
   function amount(value, unit) {
