@@ -625,3 +625,23 @@ def test_hostile_names_types_and_searches_show_as_typed_and_nothing_runs(browser
     problems = browser.problems()
     assert any("inline event handler" in problem for problem in problems), problems
     assert any("TrustedHTML" in problem for problem in problems), problems
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.dot
+def test_bert_large_unfolded_is_interactive_within_two_seconds(
+    traced: Callable[..., Architecture], tmp_path: Path
+) -> None:
+    require(chromium_path() is not None, "Chromium is not installed")
+    page = tmp_path / "large.html"
+    page.write_text(generate_html(traced("bert-large-uncased").graph, depth=4, fold=False), encoding="utf-8")
+    with Browser() as browser:
+        browser.open(file_url(page))
+        ready = browser.wait_for(
+            "document.documentElement && document.documentElement.dataset.ready && bertgraphReadyAt"
+        )
+        assert browser.evaluate("document.querySelectorAll('#canvas g.node').length") > 600  # 24 layers, every op
+        print(f"bert-large depth 4 unfolded: {page.stat().st_size:,} bytes, interactive after {ready:.0f} ms")
+        assert ready < 2000
+        assert_clean(browser, page)

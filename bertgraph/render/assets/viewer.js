@@ -83,11 +83,16 @@
     if (!svg) return { width: 1, height: 1 };
     return { width: svg.width.baseVal.value || 1, height: svg.height.baseVal.value || 1 };
   }
-  // The smallest font of the drawing's text, in CSS px at zoom 1 (Graphviz writes points).
+  // The smallest font of the drawing's text, in CSS px at zoom 1 (Graphviz writes points). Graphviz
+  // puts every text under one transform, so one text of each font size is measured.
   function smallestText() {
     let smallest = Infinity;
+    const bySize = new Map();
     for (const text of shown.svg.querySelectorAll("text")) {
-      if (!text.textContent.trim()) continue;
+      const size = text.getAttribute("font-size");
+      if (!bySize.has(size) && text.textContent.trim()) bySize.set(size, text);
+    }
+    for (const text of bySize.values()) {
       const matrix = text.getScreenCTM();
       const px = parseFloat(getComputedStyle(text).fontSize) * (matrix ? Math.hypot(matrix.a, matrix.b) : 1);
       if (px > 0) smallest = Math.min(smallest, px / view.scale);
