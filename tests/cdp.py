@@ -95,12 +95,19 @@ class Browser:
             *messages, buffer = buffer.split(b"\0")
             for raw in messages:
                 message = json.loads(raw)
+                if message.get("method") == "Page.javascriptDialogOpening":
+                    self._dismiss_dialog(message.get("sessionId"))
                 with self._changed:
                     if "id" in message:
                         self._replies[message["id"]] = message
                     else:
                         self.events.append(message)
                     self._changed.notify_all()
+
+    def _dismiss_dialog(self, session: str | None) -> None:
+        """Close an alert at once (the event stays recorded): an open dialog would stop the page."""
+        message = {"id": -1, "method": "Page.handleJavaScriptDialog", "params": {"accept": False}, "sessionId": session}
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
 
     def send(self, method: str, params: dict[str, Any] | None = None, session: bool = True) -> dict[str, Any]:
         """Send one command and wait for its result."""
@@ -184,6 +191,31 @@ class Browser:
     def type_text(self, text: str) -> None:
         self.send("Input.insertText", {"text": text})
 
+    def touch(self, kind: str, points: list[tuple[float, float]]) -> None:
+        """One touch event (``touchStart``, ``touchMove``, ``touchEnd``); finger ``i`` is ``points[i]``."""
+        touches = [{"x": x, "y": y, "id": i, "radiusX": 4, "radiusY": 4, "force": 1} for i, (x, y) in enumerate(points)]
+        self.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [] if kind == "touchEnd" else touches})
+
+    def emulate(self, width: int, height: int, mobile: bool = False) -> None:
+        """Show the page in a viewport of ``width`` × ``height`` CSS px (a phone: ``mobile``, touch)."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
+        )
+        self.send("Emulation.setTouchEmulationEnabled", {"enabled": mobile, "maxTouchPoints": 5 if mobile else 1})
+
+    def screenshot(self, path: Path) -> Path:
+        """A PNG of what the viewport shows now."""
+        import base64
+
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"]))
+        return path
+
+    def forget(self) -> None:
+        """Drop the events recorded so far: :meth:`problems` and :meth:`requests` start afresh."""
+        with self._changed:
+            self.events.clear()
+
     # --- what happened ------------------------------------------------------------------
     def problems(self) -> list[str]:
         """Console errors, uncaught exceptions and error log entries (CSP violations among them)."""
@@ -196,6 +228,8 @@ class Browser:
                 found.append("exception: " + json.dumps(params["exceptionDetails"])[:500])
             elif method == "Log.entryAdded" and params["entry"]["level"] in ("error", "warning"):
                 found.append("log: " + params["entry"]["text"])
+            elif method == "Page.javascriptDialogOpening":
+                found.append(f"dialog: {params.get('type')} {params.get('message')!r}")
         return found
 
     def requests(self) -> list[str]:

@@ -83,6 +83,17 @@ def rename_modules(graph: nx.DiGraph, mapping: dict[str, str], title: str | None
     return result
 
 
+def retype_modules(graph: nx.DiGraph, types: dict[str, str]) -> nx.DiGraph:
+    """A copy of ``graph`` in which the modules at the paths in ``types`` have that class name."""
+    result = rename_modules(graph, {})
+    for path, name in types.items():
+        result.graph[g.G_MODULES][path] = {**result.graph[g.G_MODULES][path], "type": name}
+    for _, data in result.nodes(data=True):
+        if data.get(g.MODULE) in types:
+            data[g.MODULE_TYPE] = types[data[g.MODULE]]
+    return result
+
+
 def squash(text: str) -> str:
     """Text without whitespace, for comparing what a reader sees."""
     return "".join(text.split())

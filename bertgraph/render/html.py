@@ -1,16 +1,19 @@
 """One self-contained interactive HTML page of a model: every depth, pan and zoom, search, details.
 
-Each depth is laid out by Graphviz here, at render time; the page carries the SVGs
-(gzip, base64) and a JSON record of every node, and a small viewer written for this page
-(``assets/viewer.js``, no third-party code) shows them. The page makes no network request
-(its Content-Security-Policy forbids any), works from ``file://`` and inside an iframe,
-and is byte-for-byte the same for the same input.
+Each depth is laid out by Graphviz here, at render time; the page carries the drawings
+(as plain data, :mod:`bertgraph.render.svg_data`; gzip, base64) and a JSON record of every
+node, and a small viewer written for this page (``assets/viewer.js``, no third-party code)
+shows them. The page makes no network request, works from ``file://`` and inside an iframe,
+and is byte-for-byte the same for the same input. Its Content-Security-Policy forbids any
+fetch, runs only the viewer (by the hash of its text) and no inline handler, and requires
+Trusted Types, so no string can reach an HTML parser.
 """
 
 from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import html
 import json
 from collections.abc import Iterable
@@ -24,9 +27,10 @@ import networkx as nx
 from bertgraph.files import write_atomic
 from bertgraph.graph import schema as g
 from bertgraph.graph.views import display_name, view
-from bertgraph.render import dot, embed, figures, graphviz_run
+from bertgraph.render import dot, embed, figures, graphviz_run, svg_data
 from bertgraph.render.diagram import Diagram, build_comparison, build_diagram, lookup_path
 from bertgraph.render.escape import shown_data
+from bertgraph.render.style import KIND_NAMES
 
 DEPTHS = (0, 1, 2, 3, 4)
 DEPTH_NAMES = ("model", "parts", "layers", "inside a layer", "operators")
@@ -58,8 +62,16 @@ _KNOWN = frozenset(
         g.WINDOW,
         g.Q_HEADS,
         g.KV_HEADS,
+        g.CALL,
     }
 )
+# What each cost figure is, in words, and its unit; listed in this order, any other after them.
+COST_WORDS: dict[str, tuple[str, str]] = {
+    g.MATMUL_FLOPS: ("matrix-multiply FLOPs", "FLOPs"),
+    g.OTHER_FLOPS: ("other FLOPs (element-wise, norms, softmax)", "FLOPs"),
+    g.ACTIVATION_BYTES: ("activation bytes written", "bytes"),
+    g.PARAM_BYTES: ("parameter bytes", "bytes"),
+}
 
 
 def _asset(name: str) -> str:
@@ -118,6 +130,33 @@ def _cost_figures(graph: nx.DiGraph, data: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(found.items()))
 
 
+def _words(key: str) -> tuple[str, str]:
+    """What a cost figure is called and its unit; a figure a later pass adds is named from its key."""
+    if key in COST_WORDS:
+        return COST_WORDS[key]
+    words = key.replace("_", " ").replace("flops", "FLOPs")
+    unit = "bytes" if words.endswith("bytes") else "FLOPs" if words.endswith("FLOPs") else ""
+    return words, unit
+
+
+def cost_rows(found: dict[str, Any]) -> list[list[Any]]:
+    """``[words, number, unit]`` for each figure, the known ones first; a figure with parts has a row per part.
+
+    >>> cost_rows({"memory": {"peak_bytes": 8}, "matmul_flops": 512})
+    [['matrix-multiply FLOPs', 512, 'FLOPs'], ['memory · peak bytes', 8, 'bytes']]
+    """
+    order = list(COST_WORDS)
+    rows = []
+    for key in sorted(found, key=lambda k: (order.index(k) if k in order else len(order), k)):
+        value = found[key]
+        words, unit = _words(key)
+        if isinstance(value, dict):
+            rows += [[f"{words} · {part}", number, part_unit] for part, number, part_unit in cost_rows(value)]
+            continue
+        rows.append([words, value, unit])
+    return rows
+
+
 def _tensors(graph: nx.DiGraph, data: dict[str, Any], repeat: int) -> list[list[Any]]:
     """``[name, shape, count]`` of the parameters a node owns; one instance when it stands for a fold."""
     rows = {row["name"]: row for row in g.parameter_rows(graph)}
@@ -129,8 +168,10 @@ def _tensors(graph: nx.DiGraph, data: dict[str, Any], repeat: int) -> list[list[
     return [[name, rows[name]["shape"], rows[name]["numel"]] for name in names if name in rows]
 
 
-def node_details(graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str, kind: str) -> dict[str, Any]:
-    """What the side panel says about one drawn node (plain data)."""
+def node_details(
+    graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str, kind: str, kind_name: str = ""
+) -> dict[str, Any]:
+    """What the side panel says about one drawn node (plain data; ``kind_name`` is the legend's word for ``kind``)."""
     data = shown.nodes[node_id]
     backbone = graph.graph.get(g.G_BACKBONE, "")
     module = data.get(g.MODULE, "")
@@ -140,6 +181,7 @@ def node_details(graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str,
     details: dict[str, Any] = {
         "title": title,
         "kind": kind,
+        "kind_name": kind_name,
         "role": data.get(g.KIND, ""),
         "module": module,
         "path": display_name(module, backbone),
@@ -154,7 +196,7 @@ def node_details(graph: nx.DiGraph, shown: nx.DiGraph, node_id: str, title: str,
         "repeat": repeat,
         "tensors": _tensors(graph, data, repeat),
         "shared": list(data.get(g.SHARED_PARAMS, [])),
-        "cost": _cost_figures(graph, data),
+        "cost": cost_rows(_cost_figures(graph, data)),
     }
     return {key: value for key, value in details.items() if value not in ("", [], {}, None)}
 
@@ -171,17 +213,31 @@ def _depth_records(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGrap
     for node in diagram.nodes:
         prefix = node.id[:2] if compare is not None else ""
         side_graph, side_view = sides[prefix], shown[prefix]
-        record = node_details(side_graph, side_view, node.id[len(prefix) :], node.title, node.kind)
+        words = diagram.kind_name(node.kind) if node.kind in KIND_NAMES else ""
+        record = node_details(side_graph, side_view, node.id[len(prefix) :], node.title, node.kind, words)
         nodes[ids[node.id]] = record
     graphviz_run.check_size(len(diagram.edges))
-    return source, shown_data({"title": diagram.title, "subtitle": diagram.subtitle, "nodes": nodes})
+    record = {"title": diagram.title, "subtitle": diagram.subtitle, "nodes": nodes, "sizes": example_words(graph)}
+    return source, shown_data(record)
 
 
-def _layouts(sources: list[str]) -> list[str]:
-    """Lay out every depth; the ``dot`` processes run side by side."""
+def example_words(graph: nx.DiGraph) -> str:
+    """The example size the cost figures are for, in words.
+
+    >>> example_words(nx.DiGraph(example={"batch": 1, "seq": 128, "tgt": 128}))
+    'batch 1, sequence length 128, decoder length 128'
+    """
+    from bertgraph.graph.cost import DECODER, sizes_for
+
+    names = {"seq": "sequence length", "sequence": "sequence length", DECODER: "decoder length"}
+    return ", ".join(f"{names.get(name, name)} {value}" for name, value in sizes_for(graph).items())
+
+
+def _layouts(sources: list[str]) -> list[list[Any]]:
+    """Lay out every depth (the ``dot`` processes run side by side); each drawing as data."""
     with ThreadPoolExecutor(max_workers=len(sources)) as pool:
         images = list(pool.map(lambda source: graphviz_run.render(source, "svg"), sources))
-    return [embed.clean_svg(image.decode("utf-8")) for image in images]
+    return [svg_data.svg_data(embed.clean_svg(image.decode("utf-8"))) for image in images]
 
 
 def generate_html(
@@ -195,33 +251,60 @@ def generate_html(
     if theme not in THEMES:
         raise ValueError(f"unknown theme {theme!r}; choose one of: {', '.join(THEMES)}")
     records = [_depth_records(graph, level, fold, compare) for level in DEPTHS]
-    svgs = _layouts([source for source, _ in records])
+    drawings = _layouts([source for source, _ in records])
     levels = []
-    for level, ((_, record), svg) in enumerate(zip(records, svgs, strict=True)):
-        levels.append({"depth": level, "name": DEPTH_NAMES[level], "bundle": packed({**record, "svg": svg})})
+    for level, ((_, record), drawing) in enumerate(zip(records, drawings, strict=True)):
+        levels.append({"depth": level, "name": DEPTH_NAMES[level], "bundle": packed({**record, "drawing": drawing})})
     title = records[min(depth, len(DEPTHS) - 1)][1]["title"]
     data = {"depth": min(depth, len(DEPTHS) - 1), "levels": levels, "title": title}
     return "".join(_page(title, theme, data))
 
 
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def content_security_policy(script: str, style_sheet: str) -> str:
+    """The page's policy: nothing fetched, only ``script`` and ``style_sheet`` (by hash), Trusted Types required.
+
+    A hash rather than a nonce keeps the file reproducible; with it no inline handler or
+    other script runs, and ``require-trusted-types-for`` makes the browser refuse any string
+    given to ``innerHTML`` and the like (the viewer builds every element itself).
+    """
+    return "; ".join(
+        (
+            "default-src 'none'",
+            f"script-src '{_sha256(script)}'",
+            f"style-src '{_sha256(style_sheet)}'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "require-trusted-types-for 'script'",
+            "trusted-types 'none'",
+        )
+    )
+
+
 def _page(title: str, theme: str, data: dict[str, Any]) -> Iterable[str]:
+    style_sheet = "".join(
+        (
+            "\n",
+            _asset("viewer.css"),
+            embed.dark_rules((':root[data-theme="dark"] #canvas',)) + "\n",
+            "@media (prefers-color-scheme: dark) {\n",
+            embed.dark_rules((':root[data-theme="auto"] #canvas',)) + "\n}\n",
+        )
+    )
+    script = f"\n{_asset('viewer.js')}"
+    policy = content_security_policy(script, style_sheet)
     yield "<!doctype html>\n"
     yield f'<html lang="en" data-theme="{theme}">\n<head>\n<meta charset="utf-8">\n'
     yield '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-    # Nothing may be fetched: the page is complete in itself.
-    yield (
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
-    )
+    yield f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n'
     yield '<meta name="generator" content="bertgraph">\n'
-    yield f"<title>{html.escape(title, quote=False)}</title>\n<style>\n"
-    yield _asset("viewer.css")
-    yield embed.dark_rules((':root[data-theme="dark"] #canvas',)) + "\n"
-    yield "@media (prefers-color-scheme: dark) {\n"
-    yield embed.dark_rules((':root[data-theme="auto"] #canvas',)) + "\n}\n</style>\n</head>\n<body>\n"
+    yield f"<title>{html.escape(title, quote=False)}</title>\n<style>{style_sheet}</style>\n</head>\n<body>\n"
     yield _asset("viewer.html")
     yield f'<script type="application/json" id="bertgraph-data">{script_json(data)}</script>\n'
-    yield f"<script>\n{_asset('viewer.js')}</script>\n</body>\n</html>\n"
+    yield f"<script>{script}</script>\n</body>\n</html>\n"
 
 
 def write_html(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:

@@ -1,16 +1,20 @@
-// bertgraph's interactive diagram viewer: depths, pan and zoom, search, node details.
-// Plain JavaScript with no dependencies; every piece of text from the model is set with
-// textContent, never parsed as HTML. The URL fragment keeps depth, selection and search.
+// bertgraph's interactive diagram viewer: depths, pan and zoom (mouse, keys, touch), search, node details.
+// Plain JavaScript with no dependencies. Nothing from the model is ever parsed as markup: the
+// drawings arrive as data ([tag, attributes, ...children]) and are built with DOM calls, and
+// every piece of text is set with textContent (the page's policy requires Trusted Types, so the
+// browser refuses innerHTML outright). The URL fragment keeps depth, selection and search.
 "use strict";
 (() => {
   const data = JSON.parse(document.getElementById("bertgraph-data").textContent);
   const $ = (id) => document.getElementById(id);
   const stage = $("stage"), canvas = $("canvas"), status = $("status");
   const search = $("search"), matches = $("matches"), panel = $("panel");
-  const levels = new Map();  // depth -> {svg, nodes, title, subtitle} once unpacked
+  const levels = new Map();  // depth -> {drawing, nodes, title, subtitle, sizes} once unpacked
   const state = { depth: data.depth, node: "", query: "", theme: document.documentElement.dataset.theme };
   const view = { scale: 1, x: 0, y: 0 };
-  let shown = null;   // {depth, svg element, nodes}
+  const READABLE_PX = 10;  // the smallest text is at least this tall wherever the viewer places the drawing
+  const MARGIN = 8;
+  let shown = null;   // {depth, svg element, nodes, smallest}
   let hits = [], hit = -1;
   const number = new Intl.NumberFormat("en-US");
 
@@ -28,6 +32,21 @@
       levels.set(depth, JSON.parse(await new Response(stream).text()));
     }
     return levels.get(depth);
+  }
+  // The drawing's elements: only what Graphviz writes for a diagram, no handler, no link.
+  const SVG_NS = "http://www.w3.org/2000/svg", XLINK_NS = "http://www.w3.org/1999/xlink";
+  const TAGS = new Set(["svg", "g", "title", "text", "tspan", "path", "polygon", "polyline", "ellipse", "circle",
+    "rect", "line", "a", "defs", "linearGradient", "radialGradient", "stop"]);
+  function build([tag, attributes, ...children]) {
+    if (!TAGS.has(tag)) throw new Error(`a drawing has no <${tag}> element`);
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [name, value] of Object.entries(attributes)) {
+      if (/^on|href$|^style$/i.test(name)) continue;
+      if (name === "xlink:title") node.setAttributeNS(XLINK_NS, name, value);
+      else node.setAttribute(name, value);
+    }
+    for (const child of children) node.append(typeof child === "string" ? child : build(child));
+    return node;
   }
 
   // --- the URL fragment ---------------------------------------------------------------
@@ -64,65 +83,159 @@
     if (!svg) return { width: 1, height: 1 };
     return { width: svg.width.baseVal.value || 1, height: svg.height.baseVal.value || 1 };
   }
-  function fit(wholeDrawing) {
+  // The smallest font of the drawing's text, in CSS px at zoom 1 (Graphviz writes points). Graphviz
+  // puts every text under one transform, so one text of each font size is measured.
+  function smallestText() {
+    let smallest = Infinity;
+    const bySize = new Map();
+    for (const text of shown.svg.querySelectorAll("text")) {
+      const size = text.getAttribute("font-size");
+      if (!bySize.has(size) && text.textContent.trim()) bySize.set(size, text);
+    }
+    for (const text of bySize.values()) {
+      const matrix = text.getScreenCTM();
+      const px = parseFloat(getComputedStyle(text).fontSize) * (matrix ? Math.hypot(matrix.a, matrix.b) : 1);
+      if (px > 0) smallest = Math.min(smallest, px / view.scale);
+    }
+    return Number.isFinite(smallest) ? smallest : READABLE_PX;
+  }
+  function readable() {
+    return (READABLE_PX / shown.smallest) * 1.001;  // a hair above, so rounding never lands below
+  }
+  // Where a drawn element is at zoom 1, relative to the drawing's corner.
+  function placeOf(element) {
+    const box = stage.getBoundingClientRect(), rect = element.getBoundingClientRect();
+    const x = (rect.left - box.left - view.x) / view.scale, y = (rect.top - box.top - view.y) / view.scale;
+    return { x, y, width: rect.width / view.scale, height: rect.height / view.scale };
+  }
+  // The flow's first boxes: the inputs drawn highest (or the highest box when there is none).
+  function flowStart() {
+    const elements = nodeElements().filter((element) => shown.nodes[idOf(element)]);
+    const inputs = elements.filter((element) => shown.nodes[idOf(element)].role === "input");
+    const places = (inputs.length ? inputs : elements).map(placeOf);
+    if (!places.length) return null;
+    const top = Math.min(...places.map((place) => place.y));
+    return places.filter((place) => place.y <= top + 1).sort((a, b) => a.x - b.x);
+  }
+  // Opening view: the whole drawing when its text is readable so, else readable text at the top of
+  // the flow (the inputs), the drawing's top edge at the top and no empty space beside it.
+  function start() {
     const box = stage.getBoundingClientRect(), { width, height } = size();
-    let scale = Math.min(1, (box.width - 16) / width, (box.height - 16) / height);
-    if (!wholeDrawing && scale < 0.45) scale = Math.min(1, (box.width - 16) / width);  // tall: fit the width
-    view.scale = Math.max(scale, 0.02);
-    view.x = Math.max(8, (box.width - width * view.scale) / 2);
-    view.y = Math.max(8, (box.height - height * view.scale) / 2 * (scale === view.scale ? 1 : 0));
+    const whole = Math.min((box.width - 2 * MARGIN) / width, (box.height - 2 * MARGIN) / height);
+    view.scale = Math.max(readable(), Math.min(1, whole));
+    const drawn = { width: width * view.scale, height: height * view.scale };
+    if (drawn.width <= box.width - 2 * MARGIN) {
+      view.x = (box.width - drawn.width) / 2;
+    } else {
+      const first = flowStart();
+      let left = 0, right = width;
+      if (first) {
+        const last = first[first.length - 1];
+        left = first[0].x;
+        right = last.x + last.width;
+        if ((right - left) * view.scale > box.width - 2 * MARGIN) right = first[0].x + first[0].width;
+      }
+      const x = box.width / 2 - ((left + right) / 2) * view.scale;
+      view.x = Math.min(MARGIN, Math.max(box.width - MARGIN - drawn.width, x));
+    }
+    view.y = drawn.height <= box.height - 2 * MARGIN ? (box.height - drawn.height) / 2 : MARGIN;
     apply();
   }
-  function zoom(factor, cx, cy) {
-    const box = stage.getBoundingClientRect();
-    const x = cx ?? box.width / 2, y = cy ?? box.height / 2;
-    const scale = Math.min(8, Math.max(0.02, view.scale * factor));
+  function fitWhole() {
+    const box = stage.getBoundingClientRect(), { width, height } = size();
+    view.scale = Math.max(0.02, Math.min(1, (box.width - 2 * MARGIN) / width, (box.height - 2 * MARGIN) / height));
+    view.x = (box.width - width * view.scale) / 2;
+    view.y = (box.height - height * view.scale) / 2;
+    apply();
+  }
+  function zoomTo(scale, x, y) {
+    scale = Math.min(8, Math.max(0.02, scale));
     view.x = x - (x - view.x) * (scale / view.scale);
     view.y = y - (y - view.y) * (scale / view.scale);
     view.scale = scale;
     apply();
   }
+  function zoom(factor, cx, cy) {
+    const box = stage.getBoundingClientRect();
+    zoomTo(view.scale * factor, cx ?? box.width / 2, cy ?? box.height / 2);
+  }
+  // Bring a box into the middle of the stage, at a zoom where its text is readable.
   function centre(element) {
-    const box = stage.getBoundingClientRect(), target = element.getBoundingClientRect();
-    if (view.scale < 0.6) {
-      const scale = 0.9;
-      view.x = box.width / 2 - ((target.left + target.width / 2 - box.left - view.x) / view.scale) * scale;
-      view.y = box.height / 2 - ((target.top + target.height / 2 - box.top - view.y) / view.scale) * scale;
-      view.scale = scale;
-    } else {
-      view.x += box.left + box.width / 2 - (target.left + target.width / 2);
-      view.y += box.top + box.height / 2 - (target.top + target.height / 2);
-    }
+    const box = stage.getBoundingClientRect(), place = placeOf(element);
+    view.scale = Math.max(view.scale, readable());
+    view.x = box.width / 2 - (place.x + place.width / 2) * view.scale;
+    view.y = box.height / 2 - (place.y + place.height / 2) * view.scale;
     apply();
   }
-  let drag = null;
+
+  // Mouse, pen and touch alike: one pointer pans, two pinch (zoom about their midpoint).
+  const pointers = new Map();  // pointerId -> {x, y} in stage coordinates
+  let drag = null, pinch = null, moved = false;
+  function stagePoint(event) {
+    const box = stage.getBoundingClientRect();
+    return { x: event.clientX - box.left, y: event.clientY - box.top };
+  }
+  function startDrag() {
+    const [point] = pointers.values();
+    drag = point ? { x: point.x, y: point.y, vx: view.x, vy: view.y } : null;
+  }
+  function startPinch() {
+    const [a, b] = pointers.values();
+    const middle = { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 };
+    pinch = {
+      distance: Math.max(1, Math.hypot(a.x - b.x, a.y - b.y)), scale: view.scale,
+      at: { x: (middle.x - view.x) / view.scale, y: (middle.y - view.y) / view.scale },
+    };
+  }
   stage.addEventListener("pointerdown", (event) => {
-    if (event.button !== 0) return;
-    drag = { x: event.clientX, y: event.clientY, vx: view.x, vy: view.y, moved: false, id: event.pointerId };
+    if (event.pointerType === "mouse" && event.button !== 0) return;
+    if (!pointers.size) moved = false;
+    pointers.set(event.pointerId, stagePoint(event));
+    if (pointers.size === 2) {
+      drag = null;
+      startPinch();
+      moved = true;
+    } else if (pointers.size === 1) startDrag();
   });
   stage.addEventListener("pointermove", (event) => {
+    if (!pointers.has(event.pointerId)) return;
+    pointers.set(event.pointerId, stagePoint(event));
+    if (pinch && pointers.size >= 2) {
+      const [a, b] = pointers.values();
+      const scale = Math.min(8, Math.max(0.02, pinch.scale * Math.hypot(a.x - b.x, a.y - b.y) / pinch.distance));
+      view.scale = scale;
+      view.x = (a.x + b.x) / 2 - pinch.at.x * scale;
+      view.y = (a.y + b.y) / 2 - pinch.at.y * scale;
+      apply();
+      return;
+    }
     if (!drag) return;
-    const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
-    if (!drag.moved && Math.hypot(dx, dy) < 4) return;
-    if (!drag.moved) {
-      drag.moved = true;
+    const point = pointers.get(event.pointerId);
+    const dx = point.x - drag.x, dy = point.y - drag.y;
+    if (!moved && Math.hypot(dx, dy) < 4) return;
+    if (!moved) {
+      moved = true;
       stage.classList.add("dragging");
-      stage.setPointerCapture(drag.id);
+      if (event.pointerType === "mouse") stage.setPointerCapture(event.pointerId);
     }
     view.x = drag.vx + dx;
     view.y = drag.vy + dy;
     apply();
   });
-  function endDrag() {
-    if (drag && drag.moved) stage.classList.remove("dragging");
-    setTimeout(() => { drag = null; }, 0);
+  function endPointer(event) {
+    if (!pointers.delete(event.pointerId)) return;
+    pinch = null;
+    if (pointers.size === 1) startDrag();  // the finger left on the glass pans on from here
+    if (pointers.size) return;
+    drag = null;
+    stage.classList.remove("dragging");
   }
-  stage.addEventListener("pointerup", endDrag);
-  stage.addEventListener("pointercancel", endDrag);
+  stage.addEventListener("pointerup", endPointer);
+  stage.addEventListener("pointercancel", endPointer);
   stage.addEventListener("wheel", (event) => {
     event.preventDefault();
-    const box = stage.getBoundingClientRect();
-    zoom(Math.exp(-event.deltaY * 0.0015), event.clientX - box.left, event.clientY - box.top);
+    const point = stagePoint(event);
+    zoom(Math.exp(-event.deltaY * 0.0015), point.x, point.y);
   }, { passive: false });
   stage.addEventListener("keydown", (event) => {
     if (event.target !== stage) return;
@@ -133,13 +246,14 @@
       apply();
     } else if (event.key === "+" || event.key === "=") zoom(1.25);
     else if (event.key === "-") zoom(0.8);
-    else if (event.key === "0") fit(true);
+    else if (event.key === "0") fitWhole();
+    else if (event.key === "Home") start();
     else return;
     event.preventDefault();
   });
   $("zoom-in").addEventListener("click", () => zoom(1.25));
   $("zoom-out").addEventListener("click", () => zoom(0.8));
-  $("zoom-fit").addEventListener("click", () => fit(true));
+  $("zoom-fit").addEventListener("click", () => fitWhole());
 
   // --- drawing a depth ----------------------------------------------------------------
   function nodeElements() {
@@ -152,10 +266,11 @@
   function elementOf(id) {
     return nodeElements().find((element) => idOf(element) === id) || null;
   }
-  async function showDepth(depth, keepView) {
+  async function showDepth(depth) {
     const level = await unpack(depth);
-    canvas.innerHTML = level.svg;  // Graphviz's output; every label in it is escaped XML
-    shown = { depth, svg: canvas.querySelector("svg"), nodes: level.nodes };
+    const svg = build(level.drawing);
+    canvas.replaceChildren(svg);
+    shown = { depth, svg, nodes: level.nodes, sizes: level.sizes };
     for (const element of nodeElements()) {
       const details = shown.nodes[idOf(element)];
       if (!details) continue;
@@ -163,6 +278,7 @@
       element.setAttribute("role", "button");
       element.setAttribute("aria-label", `${details.title}${details.type ? " (" + details.type + ")" : ""}`);
     }
+    shown.smallest = smallestText();
     state.depth = depth;
     for (const button of $("depths").children) {
       button.setAttribute("aria-pressed", String(Number(button.dataset.depth) === depth));
@@ -170,11 +286,11 @@
     $("title").textContent = level.title;
     $("title").title = level.subtitle;
     document.title = level.title;
-    if (!keepView) fit(false);
+    start();
     status.textContent = `depth ${depth} · ${Object.keys(level.nodes).length} boxes`;
     if (state.node && !shown.nodes[state.node]) state.node = "";
-    select(state.node, false);
-    runSearch(false);
+    select(state.node, Boolean(state.node));
+    runSearch(!state.node);
     writeFragment();
   }
 
@@ -187,41 +303,58 @@
     return Object.keys(nodes).filter((id) => haystack(nodes[id]).includes(query));
   }
   async function otherDepths(query) {
-    const counts = [];
+    const found = [];
     for (let depth = 0; depth < data.levels.length; depth++) {
       if (depth === state.depth) continue;
-      const found = matching((await unpack(depth)).nodes, query).length;
-      if (found) counts.push(`${found} at depth ${depth}`);
+      const count = matching((await unpack(depth)).nodes, query).length;
+      if (count) found.push([depth, count]);
     }
-    return counts;
+    return found;
+  }
+  function plural(count, one, many) {
+    return `${number.format(count)} ${count === 1 ? one : many}`;
+  }
+  // No match at this depth: say so, and offer each depth that has one (a button that goes there).
+  function offerDepths(found) {
+    matches.replaceChildren(element("span", found.length ? "none at this depth; " : "no match at any depth"));
+    for (const [depth, count] of found) {
+      const button = element("button", `depth ${depth}: ${plural(count, "match", "matches")}`, "offer");
+      button.type = "button";
+      button.dataset.depth = String(depth);
+      button.addEventListener("click", () => showDepth(depth));
+      matches.append(button);
+    }
   }
   function runSearch(move) {
     const query = state.query.trim().toLowerCase();
-    for (const element of nodeElements()) element.classList.remove("match");
+    for (const element of nodeElements()) element.classList.remove("match", "current");
     canvas.classList.toggle("searching", Boolean(query));
     hits = [];
     hit = -1;
     if (!query) {
-      matches.textContent = "";
+      matches.replaceChildren();
       return;
     }
     const found = new Set(matching(shown.nodes, query));
     hits = nodeElements().filter((element) => found.has(idOf(element)));
     for (const element of hits) element.classList.add("match");
-    matches.textContent = hits.length === 1 ? "1 match" : `${hits.length} matches`;
+    matches.textContent = plural(hits.length, "match", "matches");
     if (!hits.length) {
-      const asked = state.query;
-      otherDepths(query).then((counts) => {
-        if (state.query === asked && counts.length) matches.textContent = `none here; ${counts.join(", ")}`;
+      const asked = state.query, depth = state.depth;
+      otherDepths(query).then((others) => {
+        if (state.query === asked && state.depth === depth) offerDepths(others);
       });
+      return;
     }
-    if (move && hits.length) next(1);
+    if (move) next(1);
   }
   function next(step) {
     if (!hits.length) return;
+    if (hit >= 0) hits[hit].classList.remove("current");
     hit = (hit + step + hits.length) % hits.length;
+    hits[hit].classList.add("current");
     centre(hits[hit]);
-    matches.textContent = `${hit + 1} of ${hits.length}`;
+    matches.textContent = `${number.format(hit + 1)} of ${plural(hits.length, "match", "matches")}`;
   }
   search.addEventListener("input", () => {
     state.query = search.value;
@@ -231,6 +364,7 @@
   search.addEventListener("keydown", (event) => {
     if (event.key !== "Enter") return;
     event.preventDefault();
+    if (!hits.length) return;
     next(event.shiftKey ? -1 : 1);
   });
 
@@ -244,9 +378,24 @@
   function shape(dims) {
     return "[" + dims.join(", ") + "]";
   }
-  function costValue(value) {
-    if (typeof value === "number") return number.format(value);
-    return Object.entries(value).map(([key, v]) => `${key}: ${costValue(v)}`).join(", ");
+  // Large counts in words first, exact figure after: "23.4 million (23,440,896)".
+  const SCALES = [[1e12, "trillion"], [1e9, "billion"], [1e6, "million"], [1e3, "thousand"]];
+  const BINARY = [[2 ** 40, "TiB"], [2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
+  function rounded(value) {
+    return Number(value.toPrecision(3)).toString();
+  }
+  function count(value) {
+    const exact = number.format(value);
+    const scale = Math.abs(value) >= 1e4 && SCALES.find(([size]) => Math.abs(value) >= size);
+    return scale ? `${rounded(value / scale[0])} ${scale[1]} (${exact})` : exact;
+  }
+  function amount(value, unit) {
+    if (unit === "bytes") {
+      const scale = BINARY.find(([size]) => Math.abs(value) >= size);
+      const exact = `${number.format(value)} ${value === 1 ? "byte" : "bytes"}`;
+      return scale ? `${rounded(value / scale[0])} ${scale[1]} (${exact})` : exact;
+    }
+    return count(value);
   }
   function describe(details) {
     const body = $("panel-body");
@@ -256,29 +405,30 @@
       if (value === undefined || value === "") return;
       facts.append(element("dt", term), element("dd", value));
     };
-    add("type", details.type ? details.type + (details.sizes ? " " + details.sizes : "") : "");
-    add("module", details.path);
-    add("operation", details.op);
-    if (details.ops && details.ops.length) add("operations", details.ops.join(", "));
-    add("output", [details.shape, details.dtype].filter(Boolean).join(" "));
-    if (details.inputs) add("inputs", details.inputs.join(" · "));
-    if (details.repeat > 1) add("repeats", `${details.repeat} identical, drawn once`);
-    const each = details.repeat > 1 ? ` in all · ${number.format(Math.round(details.params / details.repeat))} each` : "";
-    add("parameters", number.format(details.params || 0) + (details.params ? each : ""));
+    add("what it is", details.kind_name);
+    add("module type", details.type ? details.type + (details.sizes ? " " + details.sizes : "") : "");
+    add("module path", details.path);
+    add("PyTorch operator", details.op);
+    if (details.ops && details.ops.length) add("operators inside", details.ops.join(", "));
+    add("output tensor", [details.shape, details.dtype].filter(Boolean).join(" "));
+    if (details.inputs) add(details.inputs.length === 1 ? "input tensor" : "input tensors", details.inputs.join(" · "));
+    if (details.repeat > 1) add("repeated", `${details.repeat} identical copies, drawn once`);
+    const params = details.params || 0;
+    const each = details.repeat > 1 && params ? ` in all · ${count(Math.round(params / details.repeat))} each` : "";
+    add("parameters", (params ? count(params) : "none") + each);
     body.append(facts);
     if (details.tensors && details.tensors.length) {
       const each = details.repeat > 1 ? ` (one of ${details.repeat})` : "";
       body.append(element("h3", `Parameter tensors${each}`));
-      const table = element("table");
-      table.className = "tensors";
+      const table = element("table", undefined, "tensors");
       const head = element("tr");
       head.append(element("th", "name"), element("th", "shape"), element("th", "count", "num"));
       table.append(head);
-      for (const [name, dims, count] of details.tensors) {
+      for (const [name, dims, size] of details.tensors) {
         const row = element("tr");
         const cell = element("td");
         cell.append(element("code", name));
-        row.append(cell, element("td", shape(dims)), element("td", number.format(count), "num"));
+        row.append(cell, element("td", shape(dims)), element("td", number.format(size), "num"));
         table.append(row);
       }
       body.append(table);
@@ -287,11 +437,11 @@
       body.append(element("h3", "Shared (tied) parameters, counted elsewhere"));
       body.append(element("p", details.shared.join(", ")));
     }
-    if (details.cost && Object.keys(details.cost).length) {
-      body.append(element("h3", "Cost"));
-      const costs = element("dl");
-      costs.className = "cost";
-      for (const [key, value] of Object.entries(details.cost)) costs.append(element("dt", key), element("dd", costValue(value)));
+    if (details.cost && details.cost.length) {
+      const copies = details.repeat > 1 ? `, all ${details.repeat} copies` : "";
+      body.append(element("h3", (shown.sizes ? `Cost at ${shown.sizes}` : "Cost") + copies));
+      const costs = element("dl", undefined, "cost");
+      for (const [words, value, unit] of details.cost) costs.append(element("dt", words), element("dd", amount(value, unit)));
       body.append(costs);
     }
   }
@@ -311,7 +461,7 @@
     if (move && target) centre(target);
   }
   canvas.addEventListener("click", (event) => {
-    if (drag && drag.moved) return;
+    if (moved) return;
     const target = event.target.closest("g.node");
     if (!target) return;
     select(idOf(target), false);
@@ -358,7 +508,7 @@
     button.title = `depth ${level.depth}: ${level.name}`;
     button.setAttribute("aria-label", `depth ${level.depth}, ${level.name}`);
     button.addEventListener("click", () => {
-      if (state.depth !== level.depth) showDepth(level.depth, false);
+      if (state.depth !== level.depth) showDepth(level.depth);
     });
     $("depths").append(button);
   }
@@ -366,9 +516,7 @@
     readFragment();
     setTheme(state.theme);
     search.value = state.query;
-    const wanted = state.node;
-    await showDepth(state.depth, false);
-    if (wanted && shown.nodes[wanted]) select(wanted, true);
+    await showDepth(state.depth);
   }
   window.addEventListener("hashchange", () => {
     const params = new URLSearchParams(location.hash.slice(1));
