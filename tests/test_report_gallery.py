@@ -123,8 +123,30 @@ def test_committed_gallery_is_up_to_date(tmp_path: Path, dot_binary: str) -> Non
     committed = committed_outputs()
     written = build_gallery(tmp_path / "outputs", use_cache=False)
     assert sorted(p.name for p in written) == sorted(committed)
-    stale = [p.name for p in written if p.read_bytes() != committed[p.name]]
+    stale = [p.name for p in written if not _same_output(p.name, p.read_bytes(), committed[p.name])]
     assert stale == [], f"outputs/ is stale ({stale}); regenerate with: bertgraph gallery -o outputs, and commit"
+
+
+# matplotlib's antialiasing of a line depends on the processor's floating-point paths: the same
+# plot drawn on another machine differs in a few edge pixels. Byte identity on one machine is
+# tested with the plot itself; here a plot counts as fresh when its pixels agree but for such noise.
+PLOT_NOISE_PIXELS = 200
+
+
+def _same_output(name: str, written: bytes, committed: bytes) -> bool:
+    if written == committed:
+        return True
+    if not name.endswith("-flops.png"):
+        return False
+    from io import BytesIO
+
+    from PIL import Image, ImageChops
+
+    new, old = (Image.open(BytesIO(data)).convert("RGB") for data in (written, committed))
+    if new.size != old.size:
+        return False
+    levels = ImageChops.difference(new, old).convert("L").histogram()
+    return sum(levels[25:]) <= PLOT_NOISE_PIXELS  # pixels that differ visibly
 
 
 def test_gallery_refuses_a_file_as_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
