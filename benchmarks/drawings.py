@@ -71,7 +71,9 @@ def table(rows: list[dict[str, object]]) -> str:
     for r in rows:
         upward = "not laid out (> %d edges)" % MAX_EDGES if r["upward"] is None else r["upward"]
         cycle = "yes" if r["cycle"] else "no"
-        lines.append(f"| {r['preset']} | {r['head']} | {r['depth']} | {r['edges']} | {cycle} | {upward} | {r['folds differ']} |")
+        lines.append(
+            f"| {r['preset']} | {r['head']} | {r['depth']} | {r['edges']} | {cycle} | {upward} | {r['folds differ']} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -59,12 +59,14 @@ def lay_out(diagram: Diagram, theme: str = "light") -> Layout:
             names[item["_gvid"]] = key
         elif "bb" in item and name.startswith("cluster_"):
             left, bottom, right, top = (float(v) for v in item["bb"].split(","))
-            clusters[by_dot.get(name[len("cluster_") :], name)] = Box(left, bottom, right, top)
+            cluster = by_dot.get(name[len("cluster_") :], name)
+            clusters[cluster.removeprefix("cluster ")] = Box(left, bottom, right, top)
     style = {(e.source, e.target): e.style for e in diagram.edges}
     edges = []
     for edge in data.get("edges", []):
         tail, head = names[edge["tail"]], names[edge["head"]]
-        edges.append((tail, head, style.get((tail, head), "data")))
+        if (tail, head) in style:  # not the invisible edges that only order nodes
+            edges.append((tail, head, style[tail, head]))
     return Layout(centres, clusters, edges)
 
 

@@ -65,6 +65,7 @@ class Diagram:
     clusters: list[Cluster] = field(default_factory=list)
     membership: dict[str, str | None] = field(default_factory=dict)  # node id → innermost cluster id
     same_rank: list[tuple[str, ...]] = field(default_factory=list)
+    left_of: list[tuple[str, str]] = field(default_factory=list)  # (a, b): a is drawn left of b, on its rank
     kinds: list[str] = field(default_factory=list)
     compare: bool = False
     scale: str | None = None  # the heat legend's title (annotated diagrams only)
@@ -82,6 +83,7 @@ class Diagram:
         self.clusters += part.clusters
         self.membership.update(part.membership)
         self.same_rank += part.same_rank
+        self.left_of += part.left_of
 
     @property
     def cross(self) -> bool:
@@ -580,21 +582,38 @@ def build_diagram(
             style, label = "cross", f"cross-attention {label}"
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
 
-    if has_head and depth > 0:
-        for source, target in shown.edges:
-            a, b = shown.nodes[source], shown.nodes[target]
-            if (
-                a.get(g.KIND) not in (g.INPUT, g.OUTPUT)
-                and b.get(g.KIND) not in (g.INPUT, g.OUTPUT)
-                and in_backbone(a.get(g.MODULE, ""), backbone)
-                and not in_backbone(b.get(g.MODULE, ""), backbone)
-            ):
-                diagram.same_rank.append((f"{prefix}{source}", f"{prefix}{target}"))
+    beside = _encoder_beside_decoder(shown, order, side)
+    if beside is not None:
+        diagram.same_rank.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
+        diagram.left_of.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
     present = {node.kind for node in diagram.nodes if node.heat is None}
     diagram.kinds = [kind for kind in KIND_NAMES if kind in present]
     if annotator is not None:
         diagram.scale = annotator.scale_title()
     return diagram
+
+
+def _encoder_beside_decoder(shown: nx.DiGraph, order: list[str], side: dict[str, str | None]) -> tuple[str, str] | None:
+    """The first nodes of the encoder and of the decoder, when they can share a rank.
+
+    Drawn on one rank (and the decoder's cluster written first, see ``dot.generate_lines``),
+    they put the encoder's column left of the decoder's; no data edge is involved, so none
+    is bent upward. None when either stack is missing or one node's
+    output reaches the other (a decoder drawn as one node below the encoder's).
+    """
+    firsts = {}
+    for node in order:
+        if shown.nodes[node].get(g.KIND) not in (g.INPUT, g.OUTPUT) and side.get(node) not in firsts:
+            firsts[side.get(node)] = node
+    encoder, decoder = firsts.get(roles.ENCODER), firsts.get(roles.DECODER)
+    if (
+        encoder is None
+        or decoder is None
+        or nx.has_path(shown, encoder, decoder)
+        or nx.has_path(shown, decoder, encoder)
+    ):
+        return None
+    return encoder, decoder
 
 
 def build_comparison(
