@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import networkx as nx  # noqa: E402
+import networkx as nx
 
-from bertgraph.graph import io as graph_io  # noqa: E402
-from bertgraph.model import presets  # noqa: E402
-from bertgraph.render import diagram as diagrams  # noqa: E402
-from bertgraph.render.graphviz_run import MAX_EDGES  # noqa: E402
-from tests.layout import cycles, fold_mismatches, lay_out, upward_edges  # noqa: E402
+from bertgraph.graph import io as graph_io
+from bertgraph.model import presets
+from bertgraph.render import diagram as diagrams
+from bertgraph.render.graphviz_run import MAX_EDGES
+from tests.layout import cycles, fold_mismatches, lay_out, upward_edges
 
 DEPTHS = (0, 1, 2, 3, 4)
 
@@ -69,7 +69,7 @@ def table(rows: list[dict[str, object]]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        upward = "not laid out (> %d edges)" % MAX_EDGES if r["upward"] is None else r["upward"]
+        upward = f"not laid out (> {MAX_EDGES} edges)" if r["upward"] is None else r["upward"]
         cycle = "yes" if r["cycle"] else "no"
         lines.append(
             f"| {r['preset']} | {r['head']} | {r['depth']} | {r['edges']} | {cycle} | {upward} | {r['folds differ']} |"

@@ -18,7 +18,7 @@ import networkx as nx
 
 from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
-from bertgraph.graph.views import OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
+from bertgraph.graph.views import LAYOUT_OPS, OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import figures, style
 from bertgraph.render.style import KIND_NAMES, is_mask_computation, node_kind
 
@@ -107,6 +107,10 @@ class Diagram:
 lookup_path = roles.lookup_path
 
 
+def _parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else ""
+
+
 def folded_here(path: str) -> bool:
     """Whether the last component of ``path`` is a folded range (``layer.0-11``).
 
@@ -192,9 +196,14 @@ _DESCRIPTIVE_TITLES = frozenset(
         "select [CLS]",
         "select first token",
         "position ids",
+        "padding positions zeroed",
+        "reshape",
     }
 )
 
+
+# Ops that shape a padding mask into what it multiplies (DeBERTa's embeddings and attention).
+_MASK_SHAPING = frozenset({"unsqueeze", "squeeze", "to", "_to_copy", "mul", "expand"})
 
 # Ops that make index tensors: a model's own position ids are built from these alone.
 _INDEX_OPS = frozenset({"arange", "add", "unsqueeze", "expand", "view", "slice"})
@@ -218,6 +227,15 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "position ids"
     if "arange" in ops and set(ops) <= _INDEX_OPS and data.get(g.DTYPE) == "int64" and role == roles.MODEL:
         return "position ids"  # 0 … seq-1 (plus the cache offset) for rotary or learned positions
+    if "cumsum" in ops and role in (roles.EMBEDDINGS, roles.POSITION) and str(data.get(g.DTYPE, "")).startswith("int"):
+        return "position ids"  # RoBERTa's: counted over the tokens that are not padding
+    shape = data.get(g.SHAPE, [])
+    if role in (roles.MODEL, roles.STACK) and len(shape) == 4 and shape[1] == 1 and set(ops) <= _MASK_SHAPING:
+        return "attention mask"  # DeBERTa's: the padding mask times its transpose
+    if role == roles.EMBEDDINGS and set(ops) <= _MASK_SHAPING and "mul" in ops:
+        return "padding positions zeroed"  # DeBERTa multiplies the embeddings by the padding mask
+    if ops and set(ops) <= LAYOUT_OPS:
+        return "reshape"
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
 
 
@@ -259,10 +277,26 @@ class _Labeller:
         short = name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
         return readable_range(short)
 
+    def is_sum_of_embeddings(self, node_id: str, data: dict[str, Any]) -> bool:
+        ops = {o for o in data.get(g.OPS, [data.get(g.OP, "")]) if o}
+        return bool(ops) and ops <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id)
+
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
-        role = roles.role_of(self.graph, data.get(g.MODULE, ""))
+        module = data.get(g.MODULE, "")
+        role = roles.role_of(self.graph, module)
+        computes = data.get(g.KIND) == g.OPERATOR or bool(data.get(g.OWN_OPS))
+        if role in (roles.STACK, roles.LAYER) and (computes or role == roles.role_of(self.graph, _parent(module))):
+            # Not the stack or layer itself: its own ops (residual adds, a mask) or a child that
+            # only inherits the role (BART's stack dropout) — no layer colour, no attention kind.
+            role = roles.MODEL if computes and role == roles.STACK else ""
         base_kind = node_kind(data, role)
-        labels = self.attention_of(data.get(g.MODULE, "")) if base_kind in ("attention", "block") else []
+        if residual_target or (computes and base_kind == "block"):
+            base_kind = "other"
+        if computes and self.is_sum_of_embeddings(node_id, data):
+            base_kind = "embedding"
+        labels = (
+            self.attention_of(module) if base_kind == "attention" or (base_kind == "block" and not computes) else []
+        )
         if data.get(g.KIND) == g.OPERATOR and g.attention_label(data):
             labels = [g.attention_label(data)]
         attention = f"{' + '.join(labels)} attention" if labels else ""
@@ -270,7 +304,6 @@ class _Labeller:
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
         params = int(data.get(g.PARAMS, 0))
-        module = data.get(g.MODULE, "")
         is_fold_root = data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and folded_here(module)
         fold_note = ""
         if repeat > 1 and not is_fold_root:
@@ -295,6 +328,8 @@ class _Labeller:
                 title = "position ids"
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
+            elif self.is_sum_of_embeddings(node_id, data):
+                title = "sum of embeddings"
             lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
             lines += [attention] if attention else []
             tooltip = f"{data.get(g.TARGET, data.get(g.OP, ''))} in {display_name(module, self.backbone) or 'model'}"
@@ -305,10 +340,12 @@ class _Labeller:
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
             title = _own_ops_title(data, role, self.family)
-            if set(ops) <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id):
+            if self.is_sum_of_embeddings(node_id, data):
                 title = "sum of embeddings"  # GPT-2's token and position embeddings, added by the model
             if residual_target and title == "add":
                 title = "add (residual)"
+            if title == "attention mask" or kind == "mask":
+                kind = "mask" if title == "attention mask" else "other"  # the colour says what the title says
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
             lines += [attention] if attention else []
             tooltip = (
