@@ -10,6 +10,7 @@ node's role, and no node at depth ≤ 2 is titled by a list of op names. A few r
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -18,10 +19,10 @@ import pytest
 
 import bertgraph
 from bertgraph.graph import facts, roles
-from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, family_of
 from bertgraph.render import style
 from bertgraph.render.diagram import Diagram, build_diagram
+from tests.colour import delta_e
 from tests.family_configs import TINY
 from tests.layout import Layout, cycles, fold_mismatches, lay_out, upward_edges
 
@@ -75,6 +76,8 @@ def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int) ->
             assert node.kind.startswith("attention") or node.kind == "block", (node.id, node.kind)
         if depth <= 2:
             assert not OP_LIST.match(node.title), (node.id, node.title)
+        if depth <= 3 and node.shape != "io":
+            assert (node.kind == "mask") == (node.title == "attention mask"), (node.id, node.title, node.kind)
 
 
 def check(graph: nx.DiGraph, depth: int) -> None:
@@ -137,3 +140,21 @@ def test_a_shared_layer_is_drawn_once_at_every_depth(tiny_graph: TinyGraph) -> N
         titles = [c.title for c in diagram.clusters] + [line for n in diagram.nodes for line in n.lines]
         if depth >= 2:
             assert any(f"× {layers} · shared weights" in text for text in titles)
+
+
+# --- the legend's colours ---------------------------------------------------------------------
+
+# The contrast rule: any two kinds' fills differ by CIEDE2000 ΔE ≥ 10 in each theme (ΔE 2.3 is a
+# just-noticeable difference; 10 is plain at a glance, also on small legend swatches).
+MIN_DELTA_E = 10.0
+
+
+@pytest.mark.parametrize("theme", sorted(style.THEMES))
+def test_legend_fills_are_pairwise_distinguishable(theme: str) -> None:
+    kinds = style.theme(theme)["kinds"]
+    close = [
+        (a, b, round(delta_e(kinds[a].fill, kinds[b].fill), 1))
+        for a, b in itertools.combinations(style.KIND_NAMES, 2)
+        if delta_e(kinds[a].fill, kinds[b].fill) < MIN_DELTA_E
+    ]
+    assert close == []
