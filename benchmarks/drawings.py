@@ -6,16 +6,21 @@ not strictly downward (``dot -Tjson`` coordinates), and does the drawing fold th
 after a drawing change traces nothing.
 
     PYTHONPATH=. .venv/bin/python benchmarks/drawings.py --out benchmarks/drawings-after.md
+    PYTHONPATH=/tmp/old .venv/bin/python benchmarks/drawings.py --out benchmarks/drawings-before.md
+
+(``/tmp/old``: ``git archive d4a3e53 bertgraph | tar -x -C /tmp/old``, the code before the change.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# After PYTHONPATH: the counts of an older bertgraph come from PYTHONPATH=OLD_CHECKOUT.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 import networkx as nx
 
@@ -32,11 +37,14 @@ def graph_of(name: str, head: str, folder: Path) -> nx.DiGraph:
     path = folder / f"{name}.{head}.json"
     if path.is_file():
         return graph_io.read_json(path)
-    import bertgraph
-
-    graph = bertgraph.trace(name, head, cache=False).graph
-    graph_io.write_json(graph, path)
-    return graph
+    # Each model traced in a process of its own: modernbert-base traced after other models in
+    # one process comes out with other rotary edges than in a fresh one (a tracing issue).
+    code = (
+        "import sys, bertgraph; from bertgraph.graph import io; "
+        "io.write_json(bertgraph.trace(sys.argv[1], sys.argv[2], cache=False).graph, sys.argv[3])"
+    )
+    subprocess.run([sys.executable, "-c", code, name, head, str(path)], check=True)
+    return graph_io.read_json(path)
 
 
 def count(names: list[str], head: str, folder: Path) -> list[dict[str, object]]:

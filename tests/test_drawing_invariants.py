@@ -158,3 +158,10 @@ def test_legend_fills_are_pairwise_distinguishable(theme: str) -> None:
         if delta_e(kinds[a].fill, kinds[b].fill) < MIN_DELTA_E
     ]
     assert close == []
+
+
+def test_a_tied_head_says_what_it_is_tied_to(tiny_graph: TinyGraph) -> None:
+    graph = annotated(tiny_graph, "gpt2", "causal-lm")
+    for depth in (1, 2, 3):
+        (head,) = [n for n in build_diagram(graph, depth).nodes if n.id == "lm_head"]
+        assert any(line.endswith("tied to wte") for line in head.lines), head.lines

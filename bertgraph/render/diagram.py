@@ -264,6 +264,19 @@ class _Labeller:
             self.attention[key] = roles.attention_labels(self.graph, key)
         return self.attention[key]
 
+    def tied_to(self, module: str) -> str:
+        """The modules whose weights ``module``'s tied weights are (``embeddings.word_embeddings``)."""
+        owners = [
+            display_name(canonical.rsplit(".", 1)[0], self.backbone)
+            for alias, canonical in sorted(dict(self.graph.graph.get(g.G_TIED, {})).items())
+            if module
+            and is_within(alias, lookup_path(module))
+            # not a second name of a weight inside the module or around it (BERT's decoder bias)
+            and not is_within(lookup_path(module), canonical.rsplit(".", 1)[0])
+            and not is_within(canonical, lookup_path(module))
+        ]
+        return ", ".join(dict.fromkeys(owners))
+
     def info(self, path: str) -> dict[str, Any]:
         return dict(self.modules.get(lookup_path(path), {}))
 
@@ -362,6 +375,9 @@ class _Labeller:
         if info.get("sizes") and info.get("type") not in ("ModuleList",):
             type_line += f" {info['sizes']}"
         params_line = _params_line(params, repeat) + (f", run {calls} times" if calls > 1 and params else "")
+        tied_to = self.tied_to(module)
+        if tied_to:
+            params_line += f" · tied to {tied_to}"  # those weights are counted where they live
         module_lines = [type_line, params_line, shape_text]
         period = _period_of(module) if is_fold_root else None
         if period:
