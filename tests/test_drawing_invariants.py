@@ -18,7 +18,8 @@ import networkx as nx
 import pytest
 
 import bertgraph
-from bertgraph.graph import facts, roles
+from bertgraph.graph import facts, roles, views
+from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, family_of
 from bertgraph.render import style
 from bertgraph.render.diagram import Diagram, build_diagram
@@ -70,14 +71,30 @@ def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int) ->
         kinds = style.theme(theme)["kinds"]
         legend = {kinds[kind].fill for kind in diagram.kinds}
         assert {kinds[node.kind].fill for node in diagram.nodes if node.heat is None} <= legend
+    shown = views.view(graph, depth)
     for node in diagram.nodes:
         says_attention = any(line.endswith(" attention") for line in node.lines)
         if node.kind.startswith("attention") or says_attention:
-            assert node.kind.startswith("attention") or node.kind == "block", (node.id, node.kind)
+            assert is_attention(graph, shown.nodes[node.id]), (node.id, node.kind, node.lines)
         if depth <= 2:
             assert not OP_LIST.match(node.title), (node.id, node.title)
         if depth <= 3 and node.shape != "io":
             assert (node.kind == "mask") == (node.title == "attention mask"), (node.id, node.title, node.kind)
+
+
+def is_attention(graph: nx.DiGraph, data: dict[str, object]) -> bool:
+    """Whether a view node may carry an attention colour or kind: attention itself, or a whole stack or layer."""
+    role = roles.role_of(graph, str(data.get(g.MODULE, "")))
+    if data.get(g.KIND) == g.OPERATOR:
+        return bool(g.attention_label(data)) or role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION)
+    if data.get(g.OWN_OPS):
+        return role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION) or "scaled_dot_product_attention" in data[g.OPS]
+    module = str(data.get(g.MODULE, ""))
+    parent = module.rsplit(".", 1)[0] if "." in module else ""
+    inherited = role in (roles.STACK, roles.LAYER) and roles.role_of(graph, parent) == role
+    return role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION) or (
+        role in (roles.STACK, roles.LAYER) and not inherited
+    )
 
 
 def check(graph: nx.DiGraph, depth: int) -> None:

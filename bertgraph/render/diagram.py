@@ -198,6 +198,7 @@ _DESCRIPTIVE_TITLES = frozenset(
         "position ids",
         "padding positions zeroed",
         "reshape",
+        "start and end logits",
     }
 )
 
@@ -234,6 +235,8 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "attention mask"  # DeBERTa's: the padding mask times its transpose
     if role == roles.EMBEDDINGS and set(ops) <= _MASK_SHAPING and "mul" in ops:
         return "padding positions zeroed"  # DeBERTa multiplies the embeddings by the padding mask
+    if "split" in ops and set(ops) <= LAYOUT_OPS | {"split", "select"}:
+        return "start and end logits"  # a question-answering head splits its two logit columns
     if ops and set(ops) <= LAYOUT_OPS:
         return "reshape"
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
