@@ -25,7 +25,7 @@ from bertgraph.render import style
 from bertgraph.render.diagram import Diagram, build_diagram
 from tests.colour import delta_e
 from tests.family_configs import TINY
-from tests.layout import Layout, cycles, fold_mismatches, lay_out, upward_edges
+from tests.layout import Layout, cycles, fold_mismatches, lay_out, summary_folds, upward_edges
 
 TinyGraph = Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]
 DEPTHS = (0, 1, 2, 3, 4)
@@ -182,3 +182,11 @@ def test_a_tied_head_says_what_it_is_tied_to(tiny_graph: TinyGraph) -> None:
     for depth in (1, 2, 3):
         (head,) = [n for n in build_diagram(graph, depth).nodes if n.id == "lm_head"]
         assert any(line.endswith("tied to wte") for line in head.lines), head.lines
+
+
+def test_summary_folds_siblings_in_index_order_whatever_the_tables_order(tiny_graph: TinyGraph) -> None:
+    # A graph read from JSON (the cache's) has its module table sorted: layers.1, layers.10, layers.2, …
+    graph = annotated(tiny_graph, "modernbert", "base")
+    shuffled = graph.copy()
+    shuffled.graph[g.G_MODULES] = dict(reversed(list(graph.graph[g.G_MODULES].items())))
+    assert summary_folds(shuffled, 4) == summary_folds(graph, 4) != set()
