@@ -37,8 +37,7 @@ def graph_of(name: str, head: str, folder: Path) -> nx.DiGraph:
     path = folder / f"{name}.{head}.json"
     if path.is_file():
         return graph_io.read_json(path)
-    # Each model traced in a process of its own: modernbert-base traced after other models in
-    # one process comes out with other rotary edges than in a fresh one (a tracing issue).
+    # Each model traced in a process of its own, so one trace's memory is gone before the next.
     code = (
         "import sys, bertgraph; from bertgraph.graph import io; "
         "io.write_json(bertgraph.trace(sys.argv[1], sys.argv[2], cache=False).graph, sys.argv[3])"
