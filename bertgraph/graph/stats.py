@@ -141,6 +141,10 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
         if path:
             children[path.rsplit(".", 1)[0] if "." in path else ""].append(path)
 
+    for kids in children.values():
+        # Numbered siblings in index order, whatever order the table came in (a JSON file's is sorted).
+        if kids and all(kid.rsplit(".", 1)[-1].isdigit() for kid in kids):
+            kids.sort(key=lambda kid: int(kid.rsplit(".", 1)[-1]))
     content = sibling_content(graph)  # what each layer runs: the table alone misses a swapped op
     shared = roles.shared_modules(graph)
     signature_cache: dict[str, str] = {}

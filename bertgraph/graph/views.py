@@ -176,13 +176,65 @@ def view(graph: nx.DiGraph, level: int = 2, fold: bool = True) -> nx.DiGraph:
 
 
 def _view(graph: nx.DiGraph, level: int, fold: bool) -> nx.DiGraph:
+    source = fold_calls(graph) if fold else graph
     if level >= OPERATOR_LEVEL:
-        result = graph.copy()
+        result = source.copy()
     elif level == ANATOMY_LEVEL:
-        result = anatomy(graph)
+        result = anatomy(source)
     else:
-        result = collapse(graph, level)
+        result = collapse(source, level)
     return fold_repeats(result, sibling_content(graph)) if fold else result
+
+
+def fold_calls(graph: nx.DiGraph) -> nx.DiGraph:
+    """The graph with every call of a shared layer drawn as its first (ALBERT: one layer, × 12).
+
+    A shared layer's calls run the same ops on the same weights, so like identical siblings
+    they fold: the ops of call ``k`` stand with the op of call 0 in the same module at the same
+    place, which then carries the FLOPs and bytes of every call. Edges between calls
+    disappear (the fold stands for the chain); edges from outside are kept once. A graph
+    without shared layers, or whose calls do not match op for op, comes back as it is.
+    """
+    from bertgraph.graph import roles
+
+    shared = roles.shared_modules(graph)
+    if not shared:
+        return graph
+    counterpart: dict[str, str] = {}
+    call_of: dict[str, int] = {}
+    for layer in shared:
+        by_call: dict[tuple[str, int], list[str]] = defaultdict(list)
+        for node in g.ops_in_order(graph):
+            data = graph.nodes[node]
+            if data.get(g.KIND) == g.OPERATOR and is_within(data.get(g.MODULE, ""), layer):
+                call = int(data.get(g.CALL, 0))
+                by_call[data.get(g.MODULE, ""), call].append(node)
+                call_of[node] = call
+        for (module, call), nodes in by_call.items():
+            first = by_call.get((module, 0), [])
+            if call and len(first) != len(nodes):
+                return graph  # the calls differ: drawn one after another
+            if call:
+                counterpart.update(zip(nodes, first))
+    result = nx.DiGraph()
+    result.graph.update(graph.graph)
+    stands_for: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for node, first in counterpart.items():
+        stands_for[first].append(graph.nodes[node])
+    for node in g.ops_in_order(graph):
+        if node in counterpart:
+            continue
+        data = dict(graph.nodes[node])
+        if node in stands_for:
+            data.update(g.sum_costs([graph.nodes[node], *stands_for[node]]))
+        result.add_node(node, **data)
+    for source, target, data in sorted(graph.edges(data=True), key=lambda e: _edge_order(graph, e)):
+        if source in call_of and target in call_of and call_of[source] != call_of[target]:
+            continue  # from one call into the next: the fold stands for the chain
+        a, b = counterpart.get(source, source), counterpart.get(target, target)
+        if a != b and not result.has_edge(a, b):
+            result.add_edge(a, b, **data)
+    return result if nx.is_directed_acyclic_graph(result) else graph
 
 
 def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
@@ -212,27 +264,11 @@ def anatomy(graph: nx.DiGraph) -> nx.DiGraph:
     modules = graph.graph.get(g.G_MODULES, {})
     parents = {path.rsplit(".", 1)[0] if "." in path else "" for path in modules if path}
     bridged = bridge_layout_ops(graph)
-    leaf_of: dict[str, str] = {}
-    own: dict[str, list[str]] = defaultdict(list)
-    for node, data in bridged.nodes(data=True):
-        if data.get(g.KIND) != g.OPERATOR:
-            continue
-        module = data.get(g.MODULE, "")
-        if module and module not in parents:
-            leaf_of[node] = module
-        else:
-            own[module].append(node)
-    component: dict[str, str] = {}
-    for module, nodes in own.items():
-        merged = [piece for piece in _connected_pieces(bridged, nodes) if len(piece) > 1]
-        for number, members in enumerate(merged):
-            name = own_ops_id(module) if len(merged) == 1 else f"{own_ops_id(module)}.{number}"
-            component.update(dict.fromkeys(members, name))
 
     def key(node: str, data: dict[str, Any]) -> str:
-        if node in leaf_of:
-            return leaf_of[node]
-        return component.get(node, node)
+        module = data.get(g.MODULE, "")
+        # A leaf module is one node; what a module with children does itself is its own ops.
+        return module if module and module not in parents else own_ops_id(module)
 
     return merge_nodes(bridged, key, keep_ids=True)
 
@@ -281,35 +317,81 @@ def _hand_on_cost(graph: nx.DiGraph, node: str) -> bool:
 def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], keep_ids: bool = False) -> nx.DiGraph:
     """Group operator nodes by ``key`` into module nodes; inputs and outputs stay.
 
-    Group ids are module paths. A group whose module is an ancestor of another group's
-    module stands for the module's own ops; those become ``path:ops`` nodes, one per
-    connected piece (``path:ops.1``, …), because ops that do not feed each other are
-    separate steps (the position-id slice and the embedding sum). With ``keep_ids`` a
-    group made of one op whose key is that op's id keeps the op node as it is.
+    Group ids are module paths. A group is never two calls of one module: a module's ops run
+    one call after another, so a call is a run of consecutive ops (in execution order), and a
+    second call of a module (T5's stack dropout, after the embeddings and after the final
+    norm) is a node of its own, ``path#2``. A group whose module is an ancestor of another
+    group's module stands for the module's own ops (a key ending ``:ops`` says so outright);
+    the runs of those that a child's call separates merge back wherever the view stays
+    acyclic (GPT-2's two residual adds cannot: the second reads what the first fed through
+    the feed-forward block), and the result becomes ``path:ops`` nodes, one per connected
+    piece (``path:ops.1``, …), because ops that do not feed each other are separate steps
+    (the position-id slice and the embedding sum). With ``keep_ids`` a group made of one op
+    whose key is that op's id, or an own-ops piece of one op, keeps the op node as it is.
+
+    Execution order is a topological order, so groups that are runs of it cannot form a
+    cycle; merging runs is checked, so the view of a DAG is a DAG.
     """
     backbone = graph.graph.get(g.G_BACKBONE, "")
-    groups: dict[str, list[str]] = defaultdict(list)
     assignment: dict[str, str] = {}
+    ops: list[str] = []
+    keys: dict[str, str] = {}
     for node in g.ops_in_order(graph):
         data = graph.nodes[node]
         if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
             assignment[node] = node
             continue
-        assignment[node] = key(node, data)
-        groups[assignment[node]].append(node)
+        ops.append(node)
+        keys[node] = key(node, data)
 
-    module_keys = {k for k, nodes in groups.items() if not (keep_ids and k in nodes)}
-    own_keys = {k for k in module_keys if any(o != k and _is_module_ancestor(k, o) for o in module_keys)}
-    members: dict[str, list[str]] = {}
-    module_of: dict[str, str] = {}
-    for group_key, nodes in groups.items():
-        if group_key not in own_keys:
-            members[group_key] = nodes
-            continue
+    lone_ops = {k for n, k in keys.items() if keep_ids and k == n}
+    module_keys = set(keys.values()) - lone_ops
+    own_keys = {k for k in module_keys if k.endswith(_OWN_SUFFIX)}
+    own_keys |= {k for k in module_keys if any(o != k and _is_module_ancestor(k, o) for o in module_keys)}
+    # Own ops that do not feed each other are separate steps from the start; each such
+    # piece is then cut where a child's call runs between its ops, and joined back where
+    # the view stays acyclic.
+    pieces: dict[str, str] = {}
+    for own_key in own_keys:
+        nodes = [n for n in ops if keys[n] == own_key]
         for number, piece in enumerate(_connected_pieces(graph, nodes)):
-            piece_id = own_ops_id(group_key) + (f".{number}" if number else "")
+            pieces.update(dict.fromkeys(piece, f"{own_key}\n{number}"))
+    piece_keys = {n: pieces.get(n, k) for n, k in keys.items()}
+    groups = [(keys[nodes[0]], nodes) for _, nodes in _acyclic_groups(graph, ops, piece_keys, set(pieces.values()))]
+
+    members: dict[str, list[str]] = {}
+    module_of: dict[str, str] = {}  # group id → the module (or op id) its attributes come from
+    own_groups: set[str] = set()
+    numbered: dict[str, int] = defaultdict(int)
+    # The anatomy (``keep_ids``) numbers a module's own-op nodes from ``.0`` when it has several.
+    own_pieces: dict[str, list[list[str]]] = defaultdict(list)
+    for group_key, nodes in groups:
+        if group_key in own_keys:
+            module = group_key[: -len(_OWN_SUFFIX)] if group_key.endswith(_OWN_SUFFIX) else group_key
+            own_pieces[module] += [p for p in _connected_pieces(graph, nodes) if not (keep_ids and len(p) == 1)]
+    from_zero = {m for m, found in own_pieces.items() if keep_ids and len(found) > 1}
+    for group_key, nodes in groups:
+        if group_key not in own_keys:
+            call = numbered[group_key]
+            numbered[group_key] += 1
+            group_id = group_key if call == 0 else f"{group_key}{_CALL_MARK}{call + 1}"
+            members[group_id] = nodes
+            module_of[group_id] = group_key
+            assignment.update(dict.fromkeys(nodes, group_id))
+            continue
+        module = group_key[: -len(_OWN_SUFFIX)] if group_key.endswith(_OWN_SUFFIX) else group_key
+        for piece in _connected_pieces(graph, nodes):
+            if keep_ids and len(piece) == 1:
+                members[piece[0]] = piece
+                module_of[piece[0]] = piece[0]
+                assignment[piece[0]] = piece[0]
+                continue
+            number = numbered[module + _OWN_SUFFIX]
+            numbered[module + _OWN_SUFFIX] += 1
+            piece_id = own_ops_id(module) + (f".{number}" if number or module in from_zero else "")
             members[piece_id] = piece
-            module_of[piece_id] = group_key
+            module_of[piece_id] = module
+            own_groups.add(piece_id)
             assignment.update(dict.fromkeys(piece, piece_id))
 
     result = nx.DiGraph()
@@ -322,8 +404,7 @@ def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], ke
         if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or (keep_ids and members[group] == [node] and group == node):
             result.add_node(group, **data)
             continue
-        own = group in module_of
-        attrs = _group_attributes(graph, module_of.get(group, group), members[group], own, backbone)
+        attrs = _group_attributes(graph, module_of[group], members[group], group in own_groups, backbone)
         result.add_node(group, **attrs)
 
     producers: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -338,6 +419,78 @@ def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], ke
         if len(sources) > 1:
             result.edges[a, b][g.TENSORS] = len(sources)
     return result
+
+
+_OWN_SUFFIX = ":ops"
+_CALL_MARK = "#"  # ``encoder.dropout#2``: the module's second call
+
+
+def _acyclic_groups(
+    graph: nx.DiGraph, ops: list[str], keys: dict[str, str], mergeable: set[str]
+) -> list[tuple[str, list[str]]]:
+    """``ops`` (in execution order) as ``(key, members)`` groups whose quotient is acyclic.
+
+    Each run of consecutive ops with one key starts as a group; runs of a ``mergeable`` key
+    join an earlier group of that key unless some path leaves one and enters the other
+    through a third group (which would make a cycle). Groups come out in execution order.
+    """
+    runs: list[list[str]] = []
+    run_key: list[str] = []
+    run_of: dict[str, int] = {}
+    for node in ops:
+        if not runs or run_key[-1] != keys[node]:
+            runs.append([])
+            run_key.append(keys[node])
+        runs[-1].append(node)
+        run_of[node] = len(runs) - 1
+    successors: dict[int, set[int]] = defaultdict(set)
+    predecessors: dict[int, set[int]] = defaultdict(set)
+    for source, target in graph.edges:
+        a, b = run_of.get(source), run_of.get(target)
+        if a is not None and b is not None and a != b:
+            successors[a].add(b)
+            predecessors[b].add(a)
+
+    def reaches_through_another(start: int, goal: int) -> bool:
+        seen = set()
+        stack = [n for n in successors[start] if n != goal]
+        while stack:
+            node = stack.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                stack.extend(successors[node])
+        return False
+
+    def join(keep: int, gone: int) -> None:
+        for target in successors.pop(gone, set()):
+            predecessors[target].discard(gone)
+            if target != keep:
+                successors[keep].add(target)
+                predecessors[target].add(keep)
+        for source in predecessors.pop(gone, set()):
+            successors[source].discard(gone)
+            if source != keep:
+                predecessors[keep].add(source)
+                successors[source].add(keep)
+        runs[keep].extend(runs[gone])
+        runs[gone] = []
+
+    open_groups: dict[str, list[int]] = defaultdict(list)
+    for index, group_key in enumerate(run_key):
+        if group_key in mergeable:
+            for earlier in open_groups[group_key]:
+                if not reaches_through_another(earlier, index) and not reaches_through_another(index, earlier):
+                    join(earlier, index)
+                    break
+            else:
+                open_groups[group_key].append(index)
+    return [
+        (run_key[i], sorted(nodes, key=lambda n: (graph.nodes[n].get(g.ORDER, 0), n)))
+        for i, nodes in enumerate(runs)
+        if nodes
+    ]
 
 
 def _connected_pieces(graph: nx.DiGraph, nodes: list[str]) -> list[list[str]]:
@@ -521,7 +674,7 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
     # A sibling whose content is unknown matches none.
     signatures = {
         index: (content.get(f"{container}.{index}", f"unknown {container}.{index}"), digest)
-        for index, digest in _signatures(graph, container, members).items()
+        for index, digest in _signatures(graph, container, members, outside=False).items()
     }
     counterpart: dict[str, str] = {}  # node of a folded sibling → node of the sibling standing for it
     rename: dict[str, int] = {}  # standing sibling's node → how many siblings it stands for
@@ -600,14 +753,27 @@ def _fold_container(graph: nx.DiGraph, container: str, content: dict[str, str]) 
     return result
 
 
-def _signatures(graph: nx.DiGraph, container: str, members: dict[int, list[str]]) -> dict[int, str]:
-    """Index → digest of each sibling in ``container`` (see ``sibling_content``)."""
+def _signatures(
+    graph: nx.DiGraph, container: str, members: dict[int, list[str]], outside: bool = True
+) -> dict[int, str]:
+    """Index → digest of each sibling in ``container`` (see ``sibling_content``).
+
+    On a view (``outside=False``) the digest leaves out what comes in from outside the
+    sibling: the operator graph's digest has judged that, and a view's merged edges would
+    tell T5's block 1 (which reads block 0's output and its position bias as one edge) from
+    blocks 2-5, which ``summary`` folds with it.
+    """
     sibling_of = {node: index for index, nodes in members.items() for node in nodes}
-    return {index: _signature(graph, container, index, members, sibling_of) for index in members}
+    return {index: _signature(graph, container, index, members, sibling_of, outside) for index in members}
 
 
 def _signature(
-    graph: nx.DiGraph, container: str, index: int, members: dict[int, list[str]], sibling_of: dict[str, int]
+    graph: nx.DiGraph,
+    container: str,
+    index: int,
+    members: dict[int, list[str]],
+    sibling_of: dict[str, int],
+    outside: bool = True,
 ) -> str:
     """A digest of sibling ``index``'s nodes and wiring that ignores its index."""
     prefix = f"{container}.{index}"
@@ -641,6 +807,8 @@ def _signature(
             facts = (str(edge.get(g.SHAPE)), edge.get(g.DTYPE), edge.get(g.ALIAS, False), edge.get(g.TENSORS, 1))
             if source in position:
                 inputs.append(("inside", position[source], facts))
+            elif not outside:
+                continue
             elif len({sibling_of.get(n) for n in graph.successors(source)} - {None, sibling_of.get(source)}) > 1:
                 # Read by several siblings: an attention mask. The sibling a tensor comes from does
                 # not count: a pre-norm layer's last add feeds its own next step and the next layer.

@@ -18,7 +18,7 @@ import networkx as nx
 
 from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
-from bertgraph.graph.views import OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
+from bertgraph.graph.views import LAYOUT_OPS, OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import figures, style
 from bertgraph.render.style import KIND_NAMES, is_mask_computation, node_kind
 
@@ -65,6 +65,7 @@ class Diagram:
     clusters: list[Cluster] = field(default_factory=list)
     membership: dict[str, str | None] = field(default_factory=dict)  # node id → innermost cluster id
     same_rank: list[tuple[str, ...]] = field(default_factory=list)
+    left_of: list[tuple[str, str]] = field(default_factory=list)  # (a, b): a is drawn left of b, on its rank
     kinds: list[str] = field(default_factory=list)
     compare: bool = False
     scale: str | None = None  # the heat legend's title (annotated diagrams only)
@@ -82,6 +83,7 @@ class Diagram:
         self.clusters += part.clusters
         self.membership.update(part.membership)
         self.same_rank += part.same_rank
+        self.left_of += part.left_of
 
     @property
     def cross(self) -> bool:
@@ -103,6 +105,10 @@ class Diagram:
 
 
 lookup_path = roles.lookup_path
+
+
+def _parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else ""
 
 
 def folded_here(path: str) -> bool:
@@ -190,9 +196,15 @@ _DESCRIPTIVE_TITLES = frozenset(
         "select [CLS]",
         "select first token",
         "position ids",
+        "padding positions zeroed",
+        "reshape",
+        "start and end logits",
     }
 )
 
+
+# Ops that shape a padding mask into what it multiplies (DeBERTa's embeddings and attention).
+_MASK_SHAPING = frozenset({"unsqueeze", "squeeze", "to", "_to_copy", "mul", "expand"})
 
 # Ops that make index tensors: a model's own position ids are built from these alone.
 _INDEX_OPS = frozenset({"arange", "add", "unsqueeze", "expand", "view", "slice"})
@@ -216,6 +228,17 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "position ids"
     if "arange" in ops and set(ops) <= _INDEX_OPS and data.get(g.DTYPE) == "int64" and role == roles.MODEL:
         return "position ids"  # 0 … seq-1 (plus the cache offset) for rotary or learned positions
+    if "cumsum" in ops and role in (roles.EMBEDDINGS, roles.POSITION) and str(data.get(g.DTYPE, "")).startswith("int"):
+        return "position ids"  # RoBERTa's: counted over the tokens that are not padding
+    shape = data.get(g.SHAPE, [])
+    if role in (roles.MODEL, roles.STACK) and len(shape) == 4 and shape[1] == 1 and set(ops) <= _MASK_SHAPING:
+        return "attention mask"  # DeBERTa's: the padding mask times its transpose
+    if role == roles.EMBEDDINGS and set(ops) <= _MASK_SHAPING and "mul" in ops:
+        return "padding positions zeroed"  # DeBERTa multiplies the embeddings by the padding mask
+    if "split" in ops and set(ops) <= LAYOUT_OPS | {"split", "select"}:
+        return "start and end logits"  # a question-answering head splits its two logit columns
+    if ops and set(ops) <= LAYOUT_OPS:
+        return "reshape"
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
 
 
@@ -244,6 +267,19 @@ class _Labeller:
             self.attention[key] = roles.attention_labels(self.graph, key)
         return self.attention[key]
 
+    def tied_to(self, module: str) -> str:
+        """The modules whose weights ``module``'s tied weights are (``embeddings.word_embeddings``)."""
+        owners = [
+            display_name(canonical.rsplit(".", 1)[0], self.backbone)
+            for alias, canonical in sorted(dict(self.graph.graph.get(g.G_TIED, {})).items())
+            if module
+            and is_within(alias, lookup_path(module))
+            # not a second name of a weight inside the module or around it (BERT's decoder bias)
+            and not is_within(lookup_path(module), canonical.rsplit(".", 1)[0])
+            and not is_within(canonical, lookup_path(module))
+        ]
+        return ", ".join(dict.fromkeys(owners))
+
     def info(self, path: str) -> dict[str, Any]:
         return dict(self.modules.get(lookup_path(path), {}))
 
@@ -257,10 +293,26 @@ class _Labeller:
         short = name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
         return readable_range(short)
 
+    def is_sum_of_embeddings(self, node_id: str, data: dict[str, Any]) -> bool:
+        ops = {o for o in data.get(g.OPS, [data.get(g.OP, "")]) if o}
+        return bool(ops) and ops <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id)
+
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
-        role = roles.role_of(self.graph, data.get(g.MODULE, ""))
+        module = data.get(g.MODULE, "")
+        role = roles.role_of(self.graph, module)
+        computes = data.get(g.KIND) == g.OPERATOR or bool(data.get(g.OWN_OPS))
+        if role in (roles.STACK, roles.LAYER) and (computes or role == roles.role_of(self.graph, _parent(module))):
+            # Not the stack or layer itself: its own ops (residual adds, a mask) or a child that
+            # only inherits the role (BART's stack dropout) — no layer colour, no attention kind.
+            role = roles.MODEL if computes and role == roles.STACK else ""
         base_kind = node_kind(data, role)
-        labels = self.attention_of(data.get(g.MODULE, "")) if base_kind in ("attention", "block") else []
+        if residual_target or (computes and base_kind == "block"):
+            base_kind = "other"
+        if computes and self.is_sum_of_embeddings(node_id, data):
+            base_kind = "embedding"
+        labels = (
+            self.attention_of(module) if base_kind == "attention" or (base_kind == "block" and not computes) else []
+        )
         if data.get(g.KIND) == g.OPERATOR and g.attention_label(data):
             labels = [g.attention_label(data)]
         attention = f"{' + '.join(labels)} attention" if labels else ""
@@ -268,7 +320,6 @@ class _Labeller:
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
         params = int(data.get(g.PARAMS, 0))
-        module = data.get(g.MODULE, "")
         is_fold_root = data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and folded_here(module)
         fold_note = ""
         if repeat > 1 and not is_fold_root:
@@ -293,6 +344,8 @@ class _Labeller:
                 title = "position ids"
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
+            elif self.is_sum_of_embeddings(node_id, data):
+                title = "sum of embeddings"
             lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
             lines += [attention] if attention else []
             tooltip = f"{data.get(g.TARGET, data.get(g.OP, ''))} in {display_name(module, self.backbone) or 'model'}"
@@ -303,10 +356,12 @@ class _Labeller:
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
             title = _own_ops_title(data, role, self.family)
-            if set(ops) <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id):
+            if self.is_sum_of_embeddings(node_id, data):
                 title = "sum of embeddings"  # GPT-2's token and position embeddings, added by the model
             if residual_target and title == "add":
                 title = "add (residual)"
+            if title == "attention mask" or kind == "mask":
+                kind = "mask" if title == "attention mask" else "other"  # the colour says what the title says
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
             lines += [attention] if attention else []
             tooltip = (
@@ -323,6 +378,9 @@ class _Labeller:
         if info.get("sizes") and info.get("type") not in ("ModuleList",):
             type_line += f" {info['sizes']}"
         params_line = _params_line(params, repeat) + (f", run {calls} times" if calls > 1 and params else "")
+        tied_to = self.tied_to(module)
+        if tied_to:
+            params_line += f" · tied to {tied_to}"  # those weights are counted where they live
         module_lines = [type_line, params_line, shape_text]
         period = _period_of(module) if is_fold_root else None
         if period:
@@ -580,21 +638,38 @@ def build_diagram(
             style, label = "cross", f"cross-attention {label}"
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
 
-    if has_head and depth > 0:
-        for source, target in shown.edges:
-            a, b = shown.nodes[source], shown.nodes[target]
-            if (
-                a.get(g.KIND) not in (g.INPUT, g.OUTPUT)
-                and b.get(g.KIND) not in (g.INPUT, g.OUTPUT)
-                and in_backbone(a.get(g.MODULE, ""), backbone)
-                and not in_backbone(b.get(g.MODULE, ""), backbone)
-            ):
-                diagram.same_rank.append((f"{prefix}{source}", f"{prefix}{target}"))
+    beside = _encoder_beside_decoder(shown, order, side)
+    if beside is not None:
+        diagram.same_rank.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
+        diagram.left_of.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
     present = {node.kind for node in diagram.nodes if node.heat is None}
     diagram.kinds = [kind for kind in KIND_NAMES if kind in present]
     if annotator is not None:
         diagram.scale = annotator.scale_title()
     return diagram
+
+
+def _encoder_beside_decoder(shown: nx.DiGraph, order: list[str], side: dict[str, str | None]) -> tuple[str, str] | None:
+    """The first nodes of the encoder and of the decoder, when they can share a rank.
+
+    Drawn on one rank (and the decoder's cluster written first, see ``dot.generate_lines``),
+    they put the encoder's column left of the decoder's; no data edge is involved, so none
+    is bent upward. None when either stack is missing or one node's
+    output reaches the other (a decoder drawn as one node below the encoder's).
+    """
+    firsts = {}
+    for node in order:
+        if shown.nodes[node].get(g.KIND) not in (g.INPUT, g.OUTPUT) and side.get(node) not in firsts:
+            firsts[side.get(node)] = node
+    encoder, decoder = firsts.get(roles.ENCODER), firsts.get(roles.DECODER)
+    if (
+        encoder is None
+        or decoder is None
+        or nx.has_path(shown, encoder, decoder)
+        or nx.has_path(shown, decoder, encoder)
+    ):
+        return None
+    return encoder, decoder
 
 
 def build_comparison(

@@ -169,10 +169,20 @@ def generate_lines(
     def ident(name: str) -> str:
         return dot_id(name, ids)
 
+    # Graphviz places the clusters of one rank right to left in the order they are written
+    # (measured on every encoder-decoder at depths 2-4): the right-hand stack goes first.
+    righthand: set[str | None] = set()
+    parents = {c.id: c.parent for c in diagram.clusters}
+    for _, right in diagram.left_of:
+        cluster = diagram.membership.get(right)
+        while cluster is not None:
+            righthand.add(cluster)
+            cluster = parents.get(cluster)
+
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):
             yield indent + _node_line(node, colours, ident(node.id))
-        for cluster in children.get(parent, []):
+        for cluster in sorted(children.get(parent, []), key=lambda c: c.id not in righthand):
             yield f"{indent}subgraph {dot_string('cluster_' + ident('cluster ' + cluster.id))} {{"
             for line in _cluster_lines(cluster, colours):
                 yield f"{indent}  {line}"
@@ -188,7 +198,8 @@ def generate_lines(
         elif edge.style == "mask":
             attrs["style"] = "dotted"
         elif edge.style == "cross":
-            attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border, "constraint": "false"})
+            # Ranked like every edge: the decoder's cross-attention sits below the encoder's output.
+            attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border})
         suffix = f" {_attrs(**attrs)}" if attrs else ""
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:

@@ -19,7 +19,8 @@ class Palette(NamedTuple):
     text: str
 
 
-# Order here is the legend's order.
+# Order here is the legend's order. Fills are told apart by a stated rule: CIEDE2000 ΔE ≥ 10
+# between any two kinds' fills, in each theme (tests/test_drawing_invariants.py checks it).
 KIND_NAMES: dict[str, str] = {
     "io": "input / output",
     "embedding": "embedding",
@@ -51,19 +52,19 @@ THEMES: dict[str, dict[str, Any]] = {
         "added": "#bc4c00",
         "kinds": {
             "io": Palette("#ffffff", "#6e7781", "#1f2328"),
-            "embedding": Palette("#ddf4ff", "#0969da", "#0a3069"),
-            "attention": Palette("#fbefff", "#8250df", "#3e1f79"),
-            "attention-bidirectional": Palette("#f3e8ff", "#6f42c1", "#2e1065"),
-            "attention-causal": Palette("#ffe4e8", "#cf222e", "#5c0011"),
-            "attention-sliding": Palette("#fff0d6", "#d4760a", "#4a2600"),
-            "attention-cross": Palette("#d6f5ff", "#0a7ea4", "#003a4d"),
-            "feed-forward": Palette("#dafbe1", "#1a7f37", "#044f1e"),
-            "normalisation": Palette("#fff8c5", "#9a6700", "#4d2d00"),
-            "block": Palette("#eaeef2", "#424a53", "#1f2328"),
-            "pooling": Palette("#e6f6f5", "#0f766e", "#134e4a"),
-            "mask": Palette("#f6f8fa", "#8c959f", "#424a53"),
-            "other": Palette("#f6f8fa", "#8c959f", "#1f2328"),
-            "head": Palette("#ffd8b5", "#bc4c00", "#471700"),
+            "embedding": Palette("#62b6dc", "#0969da", "#0a3069"),
+            "attention": Palette("#b6a5d5", "#8250df", "#3e1f79"),
+            "attention-bidirectional": Palette("#b9d1fb", "#6f42c1", "#2e1065"),
+            "attention-causal": Palette("#b6939b", "#cf222e", "#5c0011"),
+            "attention-sliding": Palette("#ecbeac", "#d4760a", "#4a2600"),
+            "attention-cross": Palette("#b9eef4", "#0a7ea4", "#003a4d"),
+            "feed-forward": Palette("#d0fdcd", "#1a7f37", "#044f1e"),
+            "normalisation": Palette("#fff6c1", "#9a6700", "#4d2d00"),
+            "block": Palette("#9b9b9b", "#424a53", "#1f2328"),
+            "pooling": Palette("#9dcdbb", "#0f766e", "#134e4a"),
+            "mask": Palette("#eec9e3", "#8c959f", "#424a53"),
+            "other": Palette("#c7c7c7", "#8c959f", "#1f2328"),
+            "head": Palette("#e18d81", "#bc4c00", "#471700"),
         },
         # A sequential scale for annotated diagrams, from small to large share (ColorBrewer YlOrRd).
         "heat": (
@@ -89,19 +90,19 @@ THEMES: dict[str, dict[str, Any]] = {
         "added": "#f0883e",
         "kinds": {
             "io": Palette("#0d1117", "#8d96a0", "#e6edf3"),
-            "embedding": Palette("#0c2d6b", "#4493f8", "#cae8ff"),
-            "attention": Palette("#2e1a5c", "#ab7df8", "#ecdeff"),
-            "attention-bidirectional": Palette("#271447", "#a371f7", "#efe5ff"),
-            "attention-causal": Palette("#4a1118", "#f85149", "#ffdcd7"),
-            "attention-sliding": Palette("#3d2607", "#e3922f", "#ffe9c7"),
-            "attention-cross": Palette("#0b3343", "#39c5f0", "#d3f4ff"),
-            "feed-forward": Palette("#0f3d1e", "#3fb950", "#d2fedb"),
-            "normalisation": Palette("#3d2e00", "#d29922", "#fff8c5"),
-            "block": Palette("#21262d", "#8d96a0", "#e6edf3"),
-            "pooling": Palette("#0b3b38", "#2dd4bf", "#ccfbf1"),
-            "mask": Palette("#161b22", "#6e7681", "#c9d1d9"),
-            "other": Palette("#161b22", "#6e7681", "#e6edf3"),
-            "head": Palette("#5a2a0a", "#f0883e", "#ffdfb6"),
+            "embedding": Palette("#35607b", "#4493f8", "#cae8ff"),
+            "attention": Palette("#4e3662", "#ab7df8", "#ecdeff"),
+            "attention-bidirectional": Palette("#0e2e52", "#a371f7", "#efe5ff"),
+            "attention-causal": Palette("#854750", "#f85149", "#ffdcd7"),
+            "attention-sliding": Palette("#573416", "#e3922f", "#ffe9c7"),
+            "attention-cross": Palette("#146062", "#39c5f0", "#d3f4ff"),
+            "feed-forward": Palette("#336436", "#3fb950", "#d2fedb"),
+            "normalisation": Palette("#383710", "#d29922", "#fff8c5"),
+            "block": Palette("#383838", "#8d96a0", "#e6edf3"),
+            "pooling": Palette("#10241f", "#2dd4bf", "#ccfbf1"),
+            "mask": Palette("#3b0c31", "#6e7681", "#c9d1d9"),
+            "other": Palette("#5e5e5e", "#6e7681", "#e6edf3"),
+            "head": Palette("#341915", "#f0883e", "#ffdfb6"),
         },
         # Dark to bright on a dark background (matplotlib's inferno, sampled).
         "heat": (
@@ -194,9 +195,9 @@ def node_kind(data: dict[str, Any], role: str) -> str:
     if role == roles.POOLER:
         return "pooling"
     if computes and role == roles.MODEL:
-        # What a model computes itself is its attention mask (BERT's root runs nothing else); a
-        # merged group says so through its ops (ModernBERT's root also makes position ids).
-        return "mask" if data.get(g.KIND) == g.OPERATOR or is_mask_computation(ops) else "other"
+        # What a model computes itself is often its attention mask; its ops say so (ALBERT's
+        # root also selects the first token, ModernBERT's makes position ids).
+        return "mask" if is_mask_computation(ops) else "other"
     return "other"
 
 

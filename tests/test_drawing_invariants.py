@@ -1,0 +1,192 @@
+"""The structural truth of every diagram, read back from what Graphviz laid out (``dot -Tjson``).
+
+For every family's tiny config, every depth 0-4 (and every head at the depths that differ
+by head): the drawn graph is acyclic, every edge runs strictly downward, the diagram folds
+exactly what ``summary`` folds, an encoder's column stands left of its decoder's and
+cross-attention leaves the encoder's output, every fill is a legend entry that fits the
+node's role, and no node at depth ≤ 2 is titled by a list of op names. A few real presets
+(the drawings issue 18 names) are checked at depths 2-3.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+
+import networkx as nx
+import pytest
+
+import bertgraph
+from bertgraph.graph import facts, roles, views
+from bertgraph.graph import schema as g
+from bertgraph.model import ModelSpec, family_of
+from bertgraph.render import style
+from bertgraph.render.diagram import Diagram, build_diagram
+from tests.colour import delta_e
+from tests.family_configs import TINY
+from tests.layout import Layout, cycles, fold_mismatches, lay_out, summary_folds, upward_edges
+
+TinyGraph = Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]
+DEPTHS = (0, 1, 2, 3, 4)
+# Heads change what is drawn at the top of the model only: every head at depths 1-2.
+HEAD_DEPTHS = (1, 2)
+HEAD_CASES = [(t, h) for t in TINY for h in family_of(t).heads if h != "base"]  # type: ignore[union-attr]
+PRESETS = ("gpt2", "t5-small", "bart-base", "albert-base-v2", "modernbert-base", "Qwen3-0.6B", "deberta-v3-base")
+# A title that is a list of op names: "unsqueeze, to, mul" or "slice, add …".
+OP_LIST = re.compile(r"^[a-z_0-9]+(, [a-z_0-9]+)+( …)?$")
+
+_ANNOTATED: dict[tuple[str, str], nx.DiGraph] = {}
+
+
+def annotated(tiny_graph: TinyGraph, model_type: str, head: str) -> nx.DiGraph:
+    """The tiny graph with its architecture facts, as ``bertgraph.trace`` hands it out (a copy: others share it)."""
+    if (model_type, head) not in _ANNOTATED:
+        _ANNOTATED[model_type, head] = facts.annotate(tiny_graph(model_type, head)[1].copy())
+    return _ANNOTATED[model_type, head]
+
+
+def check_structure(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Layout) -> None:
+    """Acyclic, every edge downward, folds = summary's, encoder left of decoder, cross edges from its output."""
+    assert nx.is_directed_acyclic_graph(graph)
+    assert cycles(diagram) == []
+    assert upward_edges(layout) == []
+    assert fold_mismatches(graph, diagram, depth) == set()
+    if roles.structure(graph) != roles.ENCODER_DECODER:
+        return
+    encoder, decoder = layout.clusters.get("encoder"), layout.clusters.get("decoder")
+    if encoder is not None and decoder is not None:
+        assert encoder.right <= decoder.left
+    io = {n.id for n in diagram.nodes if n.shape == "io"}
+    for edge in diagram.edges:
+        if edge.style == "cross":
+            # The encoder's output: all it feeds besides cross-attention is the model's output.
+            others = {e.target for e in diagram.edges if e.source == edge.source and e.style != "cross"}
+            assert others <= io, (edge.source, others - io)
+
+
+def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int) -> None:
+    """Every fill a legend entry; attention colours only on attention; role titles at depth ≤ 2."""
+    for theme in ("light", "dark"):
+        kinds = style.theme(theme)["kinds"]
+        legend = {kinds[kind].fill for kind in diagram.kinds}
+        assert {kinds[node.kind].fill for node in diagram.nodes if node.heat is None} <= legend
+    shown = views.view(graph, depth)
+    for node in diagram.nodes:
+        says_attention = any(line.endswith(" attention") for line in node.lines)
+        if node.kind.startswith("attention") or says_attention:
+            assert is_attention(graph, shown.nodes[node.id]), (node.id, node.kind, node.lines)
+        if depth <= 2:
+            assert not OP_LIST.match(node.title), (node.id, node.title)
+        if depth <= 3 and node.shape != "io":
+            assert (node.kind == "mask") == (node.title == "attention mask"), (node.id, node.title, node.kind)
+
+
+def is_attention(graph: nx.DiGraph, data: dict[str, object]) -> bool:
+    """Whether a view node may carry an attention colour or kind: attention itself, or a whole stack or layer."""
+    role = roles.role_of(graph, str(data.get(g.MODULE, "")))
+    if data.get(g.KIND) == g.OPERATOR:
+        return bool(g.attention_label(data)) or role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION)
+    if data.get(g.OWN_OPS):
+        return role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION) or "scaled_dot_product_attention" in data[g.OPS]
+    module = str(data.get(g.MODULE, ""))
+    parent = module.rsplit(".", 1)[0] if "." in module else ""
+    inherited = role in (roles.STACK, roles.LAYER) and roles.role_of(graph, parent) == role
+    return role in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION) or (
+        role in (roles.STACK, roles.LAYER) and not inherited
+    )
+
+
+def check(graph: nx.DiGraph, depth: int) -> None:
+    diagram = build_diagram(graph, depth)
+    check_structure(graph, diagram, depth, lay_out(diagram))
+    check_colours_and_titles(graph, diagram, depth)
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_every_depth_of_every_family_is_drawn_true(model_type: str, tiny_graph: TinyGraph, dot_binary: str) -> None:
+    graph = annotated(tiny_graph, model_type, "base")
+    for depth in DEPTHS:
+        check(graph, depth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model_type", "head"), HEAD_CASES, ids=[f"{t}-{h}" for t, h in HEAD_CASES])
+def test_every_head_is_drawn_true(model_type: str, head: str, tiny_graph: TinyGraph, dot_binary: str) -> None:
+    graph = annotated(tiny_graph, model_type, head)
+    for depth in HEAD_DEPTHS:
+        check(graph, depth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PRESETS)
+def test_the_presets_issue_18_names_are_drawn_true(
+    name: str, traced: Callable[..., bertgraph.Architecture], dot_binary: str
+) -> None:
+    graph = traced(name).graph
+    for depth in (2, 3):
+        check(graph, depth)
+
+
+# --- the cases issue 18 reports, each named ----------------------------------------------------
+
+
+def _view_nodes(tiny_graph: TinyGraph, model_type: str, depth: int) -> list[str]:
+    return [node.id for node in build_diagram(annotated(tiny_graph, model_type, "base"), depth).nodes]
+
+
+def test_a_pre_norm_layers_two_residual_adds_are_two_nodes(tiny_graph: TinyGraph) -> None:
+    shown = _view_nodes(tiny_graph, "gpt2", 2)
+    assert [n for n in shown if n.startswith("h.0-2:ops")] == ["h.0-2:ops", "h.0-2:ops.1"]
+
+
+def test_a_module_called_twice_is_two_nodes(tiny_graph: TinyGraph) -> None:
+    shown = _view_nodes(tiny_graph, "t5", 2)
+    assert {"encoder.dropout", "encoder.dropout#2", "decoder.dropout", "decoder.dropout#2"} <= set(shown)
+    diagram = build_diagram(annotated(tiny_graph, "t5", "base"), 2)
+    assert {e.source for e in diagram.edges if e.style == "cross"} == {"encoder.dropout#2"}
+
+
+def test_a_shared_layer_is_drawn_once_at_every_depth(tiny_graph: TinyGraph) -> None:
+    graph = annotated(tiny_graph, "albert", "base")
+    layers = TINY["albert"]["num_hidden_layers"]
+    for depth in DEPTHS:
+        diagram = build_diagram(graph, depth)
+        queries = [n for n in diagram.nodes if "attention.query" in n.id]
+        assert len(queries) == (1 if depth >= 3 else 0)
+        titles = [c.title for c in diagram.clusters] + [line for n in diagram.nodes for line in n.lines]
+        if depth >= 2:
+            assert any(f"× {layers} · shared weights" in text for text in titles)
+
+
+# --- the legend's colours ---------------------------------------------------------------------
+
+# The contrast rule: any two kinds' fills differ by CIEDE2000 ΔE ≥ 10 in each theme (ΔE 2.3 is a
+# just-noticeable difference; 10 is plain at a glance, also on small legend swatches).
+MIN_DELTA_E = 10.0
+
+
+@pytest.mark.parametrize("theme", sorted(style.THEMES))
+def test_legend_fills_are_pairwise_distinguishable(theme: str) -> None:
+    kinds = style.theme(theme)["kinds"]
+    close = [
+        (a, b, round(delta_e(kinds[a].fill, kinds[b].fill), 1))
+        for a, b in itertools.combinations(style.KIND_NAMES, 2)
+        if delta_e(kinds[a].fill, kinds[b].fill) < MIN_DELTA_E
+    ]
+    assert close == []
+
+
+def test_a_tied_head_says_what_it_is_tied_to(tiny_graph: TinyGraph) -> None:
+    graph = annotated(tiny_graph, "gpt2", "causal-lm")
+    for depth in (1, 2, 3):
+        (head,) = [n for n in build_diagram(graph, depth).nodes if n.id == "lm_head"]
+        assert any(line.endswith("tied to wte") for line in head.lines), head.lines
+
+
+def test_summary_folds_siblings_in_index_order_whatever_the_tables_order(tiny_graph: TinyGraph) -> None:
+    # A graph read from JSON (the cache's) has its module table sorted: layers.1, layers.10, layers.2, …
+    graph = annotated(tiny_graph, "modernbert", "base")
+    shuffled = graph.copy()
+    shuffled.graph[g.G_MODULES] = dict(reversed(list(graph.graph[g.G_MODULES].items())))
+    assert summary_folds(shuffled, 4) == summary_folds(graph, 4) != set()
