@@ -179,7 +179,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     temporary = ""
     try:
-        handle, temporary = _temporary_file(target)
+        handle, temporary = temporary_file(target)
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
@@ -214,7 +214,7 @@ def _umask() -> int:
 
 
 # What follows ".NAME." in the name of a temporary file or folder: owner pid, mkstemp's 8 characters.
-_TEMPORARY = re.compile(r"(?P<pid>[1-9][0-9]*)\.[a-z0-9_]{8}\.tmp")
+_TEMPORARY = re.compile(r"(?:^|\.)(?P<pid>[1-9][0-9]*)\.[a-z0-9_]{8}\.tmp$")
 
 
 @contextmanager
@@ -244,16 +244,24 @@ def remove_stale(target: Path) -> list[Path]:
     not a symlink), no process with that id is alive, and nobody holds its lock.
     Returns what was removed.
     """
-    prefix = f".{target.name}."
+    return _remove_stale(_folder(target), f".{target.name}.")
+
+
+def remove_stale_in(folder: Path) -> list[Path]:
+    """:func:`remove_stale` for every target in ``folder`` (a cache's entries): same rules, any NAME."""
+    return _remove_stale(folder, ".")
+
+
+def _remove_stale(folder: Path, prefix: str) -> list[Path]:
     removed: list[Path] = []
     try:
-        entries = list(os.scandir(_folder(target)))
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
         if not entry.name.startswith(prefix):
             continue
-        match = _TEMPORARY.fullmatch(entry.name[len(prefix) :])
+        match = _TEMPORARY.search(entry.name[len(prefix) :])
         if match is None or entry.is_symlink() or _alive(int(match["pid"])):
             continue
         if _remove_unlocked(Path(entry.path), entry.is_dir(follow_symlinks=False)):
@@ -261,8 +269,8 @@ def remove_stale(target: Path) -> list[Path]:
     return removed
 
 
-def _temporary_file(target: Path) -> tuple[int, str]:
-    """A new, locked temporary file beside ``target`` (after removing stale ones)."""
+def temporary_file(target: Path) -> tuple[int, str]:
+    """A new, locked temporary file beside ``target`` (after removing stale ones): its handle and path."""
     remove_stale(target)
     handle, temporary = tempfile.mkstemp(dir=_folder(target), prefix=_prefix(target), suffix=".tmp")
     _lock(handle)
