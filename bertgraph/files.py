@@ -4,12 +4,18 @@ The rules for an output path (``-o``, and every file ``gallery`` writes):
 
 * a missing file is created; a regular file is replaced in one step (a temporary file
   beside it, then ``os.replace``), keeping its permission bits;
-* a symbolic link to a regular file is written through: its target is replaced and the
-  link stays a link (``/proc/self/fd/1`` is such a link only when standard output is a
-  regular file);
+* a symbolic link to a regular file in the link's own folder (or below it) is written
+  through: its target is replaced and the link stays a link. A link that leads out of
+  that folder (``out.svg -> ~/.bashrc``) is refused: the user named the link, not the file
+  it reaches, so they name that file itself if they mean to replace it. The one
+  exception is the process's own standard streams (``/dev/stdout``, ``/proc/self/fd/1``),
+  written through only when they are regular files;
+* a name ending in ``/`` names a folder, and is refused;
 * anything else is refused before any work: a directory, a FIFO, a device, a socket, a
   broken link, a link loop, a read-only file, a folder that is missing, read-only or
   cannot hold new files (``/proc``);
+* so is a file the command reads (:func:`refuse_inputs`: a checkpoint, a config.json,
+  the .onnx file being drawn);
 * the same checks run again just before the write; a failed write (a full disk) leaves
   the old file as it was and no temporary file behind.
 
@@ -31,7 +37,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import NamedTuple
@@ -121,6 +127,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     Raises:
         BertgraphError: one line saying why ``path`` cannot be written and what to do.
     """
+    if os.fspath(path).endswith(os.sep) and os.fspath(path).strip(os.sep):
+        raise BertgraphError(f"cannot write {os.fspath(path)}: a name ending in / is a folder; give a file name")
     requested = expand_user(path)
     found = path_kind(requested)
     if found.kind == "directory":
@@ -133,6 +141,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if found.kind == "unreachable":
         raise BertgraphError(f"cannot write {requested}: {found.description}")
     target = Path(os.path.realpath(requested)) if found.kind == "file" else requested
+    if found.kind == "file" and requested.is_symlink():
+        _check_link(requested, target)
     folder = target.parent
     if found.kind == "missing":
         parent = path_kind(folder)
@@ -149,6 +159,44 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
         raise BertgraphError(f"cannot write {requested}: folder {folder} is read-only; choose another folder")
     _probe_folder(requested, folder)
     return target
+
+
+# Links that stand for this process's own standard streams: named, they mean "where my output goes".
+_STREAM_LINKS = ("/dev/stdout", "/dev/stderr")
+_STREAM_FOLDERS = ("/proc/self/fd", "/dev/fd")
+
+
+def _check_link(requested: Path, target: Path) -> None:
+    """Refuse a link whose target lies outside the link's own folder (see the module docstring)."""
+    absolute = os.path.abspath(requested)
+    if absolute in _STREAM_LINKS or os.path.dirname(absolute) in _STREAM_FOLDERS:
+        return
+    home = Path(os.path.realpath(requested.parent if str(requested.parent) else "."))
+    if target.is_relative_to(home):
+        return
+    raise BertgraphError(
+        f"cannot write {requested}: it is a symbolic link to {target}, outside {home}; bertgraph writes "
+        f"through links only within their own folder, so give {target} itself as the output "
+        "if you mean to replace that file"
+    )
+
+
+def refuse_inputs(output: str | os.PathLike[str], inputs: Iterable[Path]) -> None:
+    """Refuse an output path that names a file the command reads (its checkpoint, config or .onnx file).
+
+    Compared as files, not names: a link or hard link to an input is refused too.
+
+    Raises:
+        BertgraphError: ``output`` is one of ``inputs``.
+    """
+    requested = expand_user(output)
+    for source in inputs:
+        with suppress(OSError, ValueError):
+            if os.path.samefile(requested, source):
+                raise BertgraphError(
+                    f"cannot write {requested}: it is {source}, which this command reads; "
+                    "give the output a name of its own"
+                )
 
 
 def _probe_folder(requested: Path, folder: Path) -> None:

@@ -7,6 +7,7 @@ Building the module is :mod:`bertgraph.model.build`'s job.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -307,6 +308,35 @@ def resolve(
     return replace(spec, seq_len=seq_len)
 
 
+def reference_files(reference: str) -> list[Path]:
+    """The files a command reads for a local model reference (none for a preset or hub id):
+    the .onnx file, or the config.json and the checkpoint files beside it (an index's shards too).
+
+    Found without reading or checking anything, so an output path can be compared with them
+    before any work; :func:`resolve` reports what is wrong with them.
+    """
+    try:
+        path = expand_user(reference)
+    except BertgraphError:
+        return []
+    kind = path_kind(path).kind
+    if kind == "file" and path.suffix.lower() != ".json":
+        return [path]
+    if kind not in ("file", "directory"):
+        return []
+    folder = path if kind == "directory" else path.parent
+    files = [path if kind == "file" else folder / "config.json"]
+    for name in (*SAFETENSORS_FILES, *PICKLE_FILES):
+        candidate = folder / name
+        files.append(candidate)
+        if name.endswith(".index.json") and path_kind(candidate).kind == "file":
+            from bertgraph.model.checkpoint import read_index
+
+            with contextlib.suppress(BertgraphError):
+                files += [folder / shard for shard in sorted(set(read_index(candidate).values()))]
+    return files
+
+
 def family_for(config: Mapping[str, Any], origin: Path) -> Family:
     """The family of a config by its ``model_type``; a missing or unknown type is an error, never a guess."""
     supported = ", ".join(MODEL_TYPES)
@@ -327,6 +357,11 @@ def _flag(option: str) -> str:
 
 def _locate(reference: str) -> tuple[str, str, dict[str, Any], Path | None, Path | None]:
     """(name, source, config, config path, weights directory) for a reference."""
+    if not reference.strip():
+        raise ModelReferenceError(
+            "MODEL is empty; give a preset such as bert-base-uncased, a directory with config.json, "
+            "a config.json file or an .onnx file"
+        )
     try:
         path = expand_user(reference)
     except BertgraphError as error:
