@@ -91,6 +91,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         if name not in fields and value is not None:
             kind = "string" if isinstance(value, str) else "count"
             fields[name] = Field(kind, default=value)
+    for name, rule in family.fields.items():
+        fields[name] = replace(rule, default=defaults.get(name))
     for name in config or {}:
         if name.endswith(_PROBABILITY_SUFFIXES):
             fields.setdefault(name, Field("probability", nullable=True))
@@ -543,6 +545,7 @@ def validate_config(
     family = family or family_for(config, origin)
     rules = rules_for(family, config["model_type"], config)
     check_config(config, rules, lambda name: set_by.get(name, str(origin)), prepare=lambda c: _fill(c, family))
+    _check_rope(config, origin)
     labels = config.get("id2label")
     if isinstance(labels, dict):
         if not all(isinstance(k, str) and k.strip().isdigit() for k in labels):
@@ -555,6 +558,33 @@ def validate_config(
         eos = config.get("eos_token_id")
         eos = eos[0] if isinstance(eos, list) and eos else eos
         config["pad_token_id"] = eos if isinstance(eos, int) and not isinstance(eos, bool) else 0
+
+
+# transformers' rotary kinds (modeling_rope_utils.ROPE_INIT_FUNCTIONS and "default"); a test keeps them in step.
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+
+
+def _check_rope(config: Mapping[str, Any], origin: Path) -> None:
+    """A rotary-scaling kind transformers does not know is named, not left to a bare KeyError."""
+    for name in ("rope_scaling", "rope_parameters"):
+        value = config.get(name)
+        parts = (
+            value.values() if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()) else [value]
+        )
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("rope_type", part.get("type", "default"))
+            if kind not in ROPE_TYPES:
+                raise ConfigError(
+                    f"{origin}: {name} has rope_type {_short(kind)}, which transformers does not know; "
+                    f"use one of: {', '.join(ROPE_TYPES)}"
+                )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
 
 
 def _fill(config: dict[str, Any], family: Family) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from bertgraph.model.fields import Field
+
 ENCODER_ONLY = "encoder-only"
 DECODER_ONLY = "decoder-only"
 ENCODER_DECODER = "encoder-decoder"
@@ -169,6 +171,8 @@ class Family:
         presets: preset name → published config.json (with ``model_type``).
         hub_ids: hub id → preset name.
         uses: what models of the family are typically used for (the families table's last column).
+        fields: rules for other config fields the family's models read (a window size, a
+            bias switch), checked with the sizes; the variant's default, if any, still applies.
     """
 
     name: str
@@ -188,6 +192,7 @@ class Family:
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     hub_ids: Mapping[str, str] = field(default_factory=dict)
     uses: str = ""
+    fields: Mapping[str, Field] = field(default_factory=dict)
 
     # --- classes ------------------------------------------------------------------------------
     def class_name(self, model_type: str, head: str) -> str:
