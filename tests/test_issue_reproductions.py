@@ -322,3 +322,28 @@ def test_symlink_loop_and_fifo_are_not_reported_as_missing(tmp_path: Path, capsy
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
     assert "FIFO" in one_line_error(["params", str(fifo)], capsys)
+
+
+def test_a_pickle_of_more_than_tensors_says_what_it_is_not_torchs_advice(tmp_path: Path, capsys: Any) -> None:
+    """torch's message tells the user to load it unsafely; bertgraph says what the file is and what to do."""
+    import fractions
+
+    import torch
+    import transformers
+
+    config = transformers.BertConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=100
+    )
+    config.save_pretrained(tmp_path / "ck")
+    weights = transformers.BertModel(config).state_dict()
+    weights["extra"] = fractions.Fraction(1, 3)  # an object whose unpickling runs its class's code
+    torch.save(weights, tmp_path / "ck" / "pytorch_model.bin")
+    target = tmp_path / "m.onnx"
+    assert main(["onnx", str(tmp_path / "ck"), "--allow-pickle", "--no-verify", "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    line = err.splitlines()[-1]  # after the export's progress lines
+    assert line.startswith("bertgraph: error: cannot load weights from") and "Traceback" not in err
+    assert "the pickle holds objects other than tensors (it names fractions.Fraction)" in line
+    assert "save the weights as model.safetensors" in line
+    assert "weights_only" not in err and "trust the source" not in err and "\\x1b" not in err
+    assert not target.exists()
