@@ -56,7 +56,7 @@ class OnnxError(BertgraphError):
 
 
 def first_line(error: BaseException) -> str:
-    """The first informative line of an exception message, shortened, for one-line errors.
+    r"""The first informative line of an exception message, shortened, for one-line errors.
 
     A line ending in ":" only introduces the reason (huggingface_hub's "Validation error
     for field 'mlp_bias':"), so the lines it introduces are joined to it.
