@@ -347,3 +347,67 @@ def test_a_pickle_of_more_than_tensors_says_what_it_is_not_torchs_advice(tmp_pat
     assert "save the weights as model.safetensors" in line
     assert "weights_only" not in err and "trust the source" not in err and "\\x1b" not in err
     assert not target.exists()
+
+
+# --- positions past the end: RoBERTa-like models count positions from pad_token_id + 1 ----------------
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "xlm-roberta", "camembert", "mpnet"])
+def test_usable_positions_are_what_the_model_takes(model_type: str, tmp_path: Path) -> None:
+    """The family record's usable length, checked against transformers running the model (CPU, tiny)."""
+    import torch
+
+    from bertgraph.model import resolve
+    from bertgraph.model.build import build_model
+    from tests.family_configs import TINY as FAMILIES
+
+    folder = tmp_path / model_type
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**FAMILIES[model_type], "max_position_embeddings": 20}))
+    spec = resolve(str(folder))
+    offset = {"bert": 0}.get(model_type, 2)
+    assert spec.max_positions == 20 - offset == spec.family.usable_positions(spec.config)
+    model = build_model(spec, weights=True)
+    ones = torch.ones((1, spec.max_positions), dtype=torch.long) * 5
+    model(input_ids=ones, attention_mask=torch.ones_like(ones))  # the last usable position runs
+    longer = torch.ones((1, spec.max_positions + 1), dtype=torch.long) * 5
+    with pytest.raises((IndexError, RuntimeError), match="out of (range|bounds)|expanded size"):
+        model(input_ids=longer, attention_mask=torch.ones_like(longer))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cost", "roberta-base", "--seq-len", "514"], "--seq-len 514 is above the 512 positions roberta-base can use"),
+        (["cost", "roberta-base", "--seq-len", "128", "513"], "(max_position_embeddings 514, counted from pad_token_id"),
+        (["summary", "xlm-roberta-base", "--seq-len", "513"], "use --seq-len 512 or less"),
+        (["render", "all-mpnet-base-v2", "--seq-len", "513", "-o", "x.svg"], "the 512 positions all-mpnet-base-v2"),
+    ],
+)
+def test_a_length_past_the_usable_positions_is_refused(argv: list[str], message: str, capsys: Any) -> None:
+    assert message in one_line_error(argv, capsys)
+
+
+def test_cost_at_the_last_usable_position(capsys: Any) -> None:
+    assert main(["cost", "roberta-base", "--seq-len", "512", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"][0]["seq"] == 512
+
+
+def test_a_roberta_with_few_positions_traces(tmp_path: Path, capsys: Any) -> None:
+    """The example length is clamped to the usable length (18 of 20), not to max_position_embeddings."""
+    from tests.family_configs import TINY as FAMILIES
+
+    (tmp_path / "config.json").write_text(json.dumps({**FAMILIES["roberta"], "max_position_embeddings": 20}))
+    assert main(["summary", str(tmp_path), "--no-cache", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"]
+
+
+@pytest.mark.slow
+def test_a_roberta_checkpoint_with_few_positions_exports_and_verifies(tmp_path: Path, capsys: Any) -> None:
+    """max_position_embeddings 80: torch.export was asked for 80 tokens of the 78 usable, TorchScript then failed."""
+    from tests.family_configs import TINY as FAMILIES
+
+    (tmp_path / "config.json").write_text(json.dumps({**FAMILIES["roberta"], "max_position_embeddings": 80}))
+    target = tmp_path / "m.onnx"
+    assert main(["onnx", str(tmp_path), "-o", str(target)]) == 0, capsys.readouterr().err
+    assert "max |onnxruntime − PyTorch|" in capsys.readouterr().err and target.is_file()

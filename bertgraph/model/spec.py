@@ -189,9 +189,9 @@ class ModelSpec:
 
     @property
     def max_positions(self) -> int | None:
-        """The longest sequence the model has positions for (None: relative positions only)."""
-        value = self.family.size(self.config, "max_position")
-        return int(value) if value is not None else None
+        """The longest sequence the model can take (None: relative positions only): its learned
+        positions less those it skips (:meth:`Family.usable_positions`, RoBERTa's 512 of 514)."""
+        return self.family.usable_positions(self.config)
 
     def weights_file(self) -> Path | None:
         """The checkpoint this spec would load real weights from, if any."""
@@ -304,6 +304,8 @@ def resolve(
         config_path=config_path,
         overrides=clean,
     )
+    if spec.max_positions is not None and spec.max_positions < 1:
+        raise ConfigError(f"{origin}: {_positions(spec)} leaves no position for a token; raise {family.sizes['max_position']}")
     if seq_len is None:
         seq_len = min(DEFAULT_SEQ_LEN, spec.max_positions or DEFAULT_SEQ_LEN)
     _validate_example(spec, batch, seq_len)
@@ -602,8 +604,19 @@ def _validate_example(spec: ModelSpec, batch: int, seq_len: int) -> None:
             raise ConfigError(found.replace(f"field {flag!r}", flag))
     limit = spec.max_positions
     if limit is not None and seq_len > limit:
-        name = spec.family.sizes["max_position"]
-        raise ConfigError(f"--seq-len {seq_len} is above {name} {limit}; use --seq-len {limit} or less")
+        raise ConfigError(f"--seq-len {seq_len} is above {_positions(spec)}; use --seq-len {limit} or less")
+
+
+def _positions(spec: ModelSpec) -> str:
+    """``max_position_embeddings 512``, or for RoBERTa ``the 512 positions roberta-base can use (…)``."""
+    name = spec.family.sizes["max_position"]
+    offset = spec.family.position_offset(spec.config)
+    if not offset:
+        return f"{name} {spec.max_positions}"
+    return (
+        f"the {spec.max_positions} positions {spec.name} can use ({name} {spec.config[name]}, counted from "
+        f"{spec.family.positions_after} + 1 = {offset})"
+    )
 
 
 def _find_weights(directory: Path) -> tuple[Path | None, Path | None]:
