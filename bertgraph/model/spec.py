@@ -305,7 +305,8 @@ def resolve(
         overrides=clean,
     )
     if spec.max_positions is not None and spec.max_positions < 1:
-        raise ConfigError(f"{origin}: {_positions(spec)} leaves no position for a token; raise {family.sizes['max_position']}")
+        name = family.sizes["max_position"]
+        raise ConfigError(f"{origin}: {_positions(spec)} leaves no position for a token; raise {name}")
     if seq_len is None:
         seq_len = min(DEFAULT_SEQ_LEN, spec.max_positions or DEFAULT_SEQ_LEN)
     _validate_example(spec, batch, seq_len)
