@@ -334,3 +334,24 @@ def test_a_table_follows_its_suffix_or_refuses_one_that_contradicts_format(
         assert isinstance(json.loads(text), dict)
     else:
         assert text.startswith("## ") and "|" in text
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [(["--model", "bert-huge"], "unknown model 'bert-huge'"), (["--head", "causal-lm"], "has no causal-lm head")],
+)
+def test_gallery_with_a_bad_model_leaves_no_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    target = tmp_path / "outputs" / "nested"
+    line = one_line_error(["gallery", *options, "-o", str(target)], capsys)
+    assert message in line
+    assert list(tmp_path.iterdir()) == []  # neither outputs/ nor outputs/nested
+
+
+def test_gallery_without_graphviz_leaves_no_folder(tmp_path: Path) -> None:
+    environment = {**os.environ, "PATH": str(tmp_path / "empty-bin")}
+    command = [sys.executable, "-m", "bertgraph", "gallery", "-o", str(tmp_path / "outputs" / "nested")]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+    assert done.returncode == 1 and "Graphviz" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
