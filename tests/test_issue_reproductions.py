@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -411,3 +412,45 @@ def test_a_roberta_checkpoint_with_few_positions_exports_and_verifies(tmp_path: 
     target = tmp_path / "m.onnx"
     assert main(["onnx", str(tmp_path), "-o", str(target)]) == 0, capsys.readouterr().err
     assert "max |onnxruntime − PyTorch|" in capsys.readouterr().err and target.is_file()
+
+
+def _scoped_onnx(path: Path) -> Path:
+    """An ONNX file as the TorchScript exporter writes it: module paths in node names, no module types."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, weights, previous = [], [], "x"
+    for scope in (
+        "bert/encoder/layer.0/attention/self/query",
+        "bert/encoder/layer.1/attention/self/query",
+        "bert/pooler/dense",
+    ):
+        weight = f"onnx::MatMul_{len(weights)}"
+        weights.append(numpy_helper.from_array(np.ones((4, 4), np.float32), weight))
+        nodes.append(helper.make_node("MatMul", [previous, weight], [f"{scope}/out"], name=f"/{scope}/MatMul"))
+        previous = f"{scope}/out"
+    graph = helper.make_graph(
+        nodes,
+        "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch_size", 4])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["batch_size", 4])],
+        weights,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch"), path)
+    return path
+
+
+@pytest.mark.dot
+@pytest.mark.parametrize("depth", [0, 1, 2, 3, 4])
+def test_an_onnx_file_without_module_types_draws_at_every_depth(tmp_path: Path, depth: int) -> None:
+    """depths 0–3 gave an empty <font></font> that Graphviz refuses: an empty module type never reaches a label."""
+    model = _scoped_onnx(tmp_path / "ts.onnx")
+    target = tmp_path / "ts.dot"
+    assert main(["render", str(model), "--depth", str(depth), "-o", str(target)]) == 0
+    text = target.read_text()
+    assert not re.search(r"<font[^>]*></font>|\(\)| ·  · | · <", text), text
+    laid = subprocess.run(["dot", "-Tjson"], input=text, capture_output=True, text=True, check=False)
+    assert laid.returncode == 0, laid.stderr
+    drawn = json.loads(laid.stdout)
+    assert any(obj.get("label", "").startswith("<") for obj in drawn.get("objects", []))
