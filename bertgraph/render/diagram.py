@@ -557,7 +557,8 @@ def build_diagram(
             structure = roles.structure(graph)
             title = f"{structure} backbone · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
-            title = " · ".join(part for part in ("task head", graph.graph.get(g.G_HEAD, ""), _params_line(params, 1)) if part)
+            parts = ("task head", graph.graph.get(g.G_HEAD, ""), _params_line(params, 1))
+            title = " · ".join(part for part in parts if part)
         else:
             title = labeller.cluster_title(key[len(prefix) :], params)
         diagram.clusters.append(
