@@ -454,3 +454,27 @@ def test_an_onnx_file_without_module_types_draws_at_every_depth(tmp_path: Path, 
     assert laid.returncode == 0, laid.stderr
     drawn = json.loads(laid.stdout)
     assert any(obj.get("label", "").startswith("<") for obj in drawn.get("objects", []))
+
+
+@pytest.mark.parametrize(("dtype", "name"), [("bool", "BOOL"), ("int8", "I8"), ("uint8", "U8"), ("int32", "I32")])
+def test_a_weight_stored_as_bool_or_int_is_refused_not_cast(tmp_path: Path, dtype: str, name: str, capsys: Any) -> None:
+    """Cast silently into a float32 ONNX file, it gave a 'verified' export computing something else."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    config = transformers.BertConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=100
+    )
+    config.save_pretrained(tmp_path / "ck")
+    weights = {key: value.contiguous() for key, value in transformers.BertModel(config).state_dict().items()}
+    query = "encoder.layer.0.attention.self.query.weight"
+    weights[query] = (weights[query] > 0) if dtype == "bool" else weights[query].to(getattr(torch, dtype))
+    save_file(weights, tmp_path / "ck" / "model.safetensors")
+    target = tmp_path / "m.onnx"
+    line = one_line_error(["onnx", str(tmp_path / "ck"), "-o", str(target)], capsys)
+    assert f"tensor '{query}' is {name}, where the model has a floating-point weight" in line
+    assert "save the checkpoint in float32, float16 or bfloat16" in line and not target.exists()
+    weights[query] = weights[query].to(torch.float16)  # a narrower float is a float: exported
+    save_file(weights, tmp_path / "ck" / "model.safetensors")
+    assert main(["summary", str(tmp_path / "ck"), "--no-cache"]) == 0

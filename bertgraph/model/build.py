@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertgraph.errors import CheckpointError, ConfigError, first_line
-from bertgraph.model.checkpoint import check_checkpoint, safetensors_shapes
+from bertgraph.model.checkpoint import check_checkpoint, read_checkpoint
 from bertgraph.model.families.record import ENCODER_ONLY
 from bertgraph.model.spec import ModelSpec
 
@@ -63,7 +63,11 @@ def build_model(
     if spec.weights is not None:
         expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
         prefix = spec.family.backbone(spec.head) or spec.family.prefix
-        check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, prefix)
+        entries = read_checkpoint(spec.weights)
+        floating = frozenset(name for name, t in meta_model.state_dict().items() if t.is_floating_point())
+        shapes = {name: entry.shape for name, entry in entries.items()}
+        dtypes = {name: entry.dtype for name, entry in entries.items()}
+        check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
     if not weights:
         return _fake_model(model_class, config, getattr(torch, dtype)) if fake else meta_model.eval()
     torch.manual_seed(seed)
