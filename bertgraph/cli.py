@@ -356,6 +356,14 @@ def _architecture(args: argparse.Namespace, head: str) -> Architecture:
     return load(_spec(args, head), use_cache=not args.no_cache)
 
 
+def _size_onnx_dims(arch: Architecture, batch: int | None, seq: int | None) -> None:
+    """Give an ONNX file's symbolic dimensions (``batch_size``, ``sequence``, …) the sizes asked for."""
+    from bertgraph.graph import schema as g
+    from bertgraph.onnx.read import sized_example
+
+    arch.graph.graph[g.G_EXAMPLE] = sized_example(arch.graph, batch, seq)
+
+
 def _emit(args: argparse.Namespace, text: str) -> None:
     """Print ``text`` or write it atomically to ``-o``."""
     if args.output is None:
@@ -457,6 +465,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
             )
     args.seq_len = lengths[0]
     arch = _architecture(args, args.head)
+    if _is_onnx(args):
+        _size_onnx_dims(arch, args.batch, lengths[0])
     if args.decoder_len and not cost.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
     cost.check_products_counted(arch.graph, name=str(args.model))
@@ -535,11 +545,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
-    _refuse_config_options_for_onnx(args)
+    _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
     plot_file = report.plot_path(args.output)
     _check_output(args, args.output, plot_file)
     _refuse_foreign_plot(args.output, plot_file)
     arch = _architecture(args, args.head)
+    if _is_onnx(args):
+        _size_onnx_dims(arch, args.batch, args.seq_len)
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
     image: bytes | None = None

@@ -478,3 +478,18 @@ def test_a_weight_stored_as_bool_or_int_is_refused_not_cast(tmp_path: Path, dtyp
     weights[query] = weights[query].to(torch.float16)  # a narrower float is a float: exported
     save_file(weights, tmp_path / "ck" / "model.safetensors")
     assert main(["summary", str(tmp_path / "ck"), "--no-cache"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "batch"), [([], 1), (["--batch", "3"], 3), (["--batch", "3", "--seq-len", "9"], 3)]
+)
+def test_report_of_an_onnx_file_sizes_its_named_dimensions(
+    tmp_path: Path, options: list[str], batch: int, capsys: Any
+) -> None:
+    """Another exporter's batch is ``batch_size``: sized by --batch (1 without it), never 'no size here'."""
+    model = _scoped_onnx(tmp_path / "ts.onnx")
+    target = tmp_path / "r.md"
+    assert main(["report", str(model), *options, "-o", str(target)]) == 0, capsys.readouterr().err
+    assert f"batch\\_size={batch}" in target.read_text()  # Markdown-escaped
+    assert main(["cost", str(model), *options, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"][0]["batch_size"] == batch

@@ -260,6 +260,31 @@ def _json_map(meta: dict[str, str], key: str, values: str) -> dict[str, Any]:
     return {k: v for k, v in found.items() if isinstance(v, str)}
 
 
+DEFAULT_BATCH, DEFAULT_SEQUENCE = 1, 128  # bertgraph's own example size
+
+
+def sized_example(graph: nx.DiGraph, batch: int | None = None, seq: int | None = None) -> dict[str, int]:
+    """The example sizes of an ONNX graph with every symbolic input dimension given one.
+
+    Another exporter names its dimensions as it likes (``batch_size``, ``sequence``); the
+    first dimension of an input is its batch, a later one its sequence. ``batch`` and ``seq``
+    (``--batch``, ``--seq-len``) size them; without them the recorded example, else 1 and 128.
+    """
+    example = dict(graph.graph.get(g.G_EXAMPLE, {}))
+    for _, data in sorted(graph.nodes(data=True), key=lambda item: item[1].get(g.ORDER, 0)):
+        if data.get(g.KIND) != g.INPUT:
+            continue
+        for index, dim in enumerate(data.get(g.SHAPE) or []):
+            if not isinstance(dim, str) or not dim:
+                continue
+            given, default = (batch, DEFAULT_BATCH) if index == 0 else (seq, DEFAULT_SEQUENCE)
+            if given is not None:
+                example[dim] = given
+            else:
+                example.setdefault(dim, default)
+    return example
+
+
 def module_of_node(props: dict[str, str], name: str) -> tuple[str, str]:
     """(module path, module class name) of a node from its metadata, else from its name.
 
