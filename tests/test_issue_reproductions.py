@@ -382,7 +382,7 @@ def test_usable_positions_are_what_the_model_takes(model_type: str, tmp_path: Pa
         (["cost", "roberta-base", "--seq-len", "514"], "--seq-len 514 is above the 512 positions roberta-base can use"),
         (["cost", "roberta-base", "--seq-len", "128", "513"], "(max_position_embeddings 514, counted from"),
         (["summary", "xlm-roberta-base", "--seq-len", "513"], "use --seq-len 512 or less"),
-        (["render", "all-mpnet-base-v2", "--seq-len", "513", "-o", "x.svg"], "the 512 positions all-mpnet-base-v2"),
+        (["params", "all-mpnet-base-v2", "--seq-len", "513"], "the 512 positions all-mpnet-base-v2"),
     ],
 )
 def test_a_length_past_the_usable_positions_is_refused(argv: list[str], message: str, capsys: Any) -> None:
