@@ -15,8 +15,8 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -24,7 +24,8 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.errors import BertgraphError
+from bertgraph.errors import BertgraphError, one_line
+from bertgraph.files import remove_stale_in, temporary_file
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from bertgraph.graph.validate import graph_problem, node_link_problem
@@ -32,8 +33,11 @@ from bertgraph.model import ModelSpec
 from bertgraph.model.counts import bert_parameter_total
 
 FORMAT = 3  # bump when the graph schema or the entry layout changes
-# The code that makes a graph: an edited copy of bertgraph never reads an older graph.
-_GRAPH_CODE = ("model", "model/families", "tracing", "graph")
+# The code that makes a graph, every module below these folders (graph/facts, model/families, …):
+# an edited copy of bertgraph never reads an older graph.
+_GRAPH_CODE = ("model", "tracing", "graph")
+# An entry is one graph: bert-large's operator graph is about 20 MB. Anything bigger is not an entry.
+MAX_ENTRY_BYTES = 1 << 28
 
 
 def cache_dir() -> Path:
@@ -77,13 +81,19 @@ def _file_identity(path: Path | None) -> dict[str, Any] | None:
     return {"files": identity}
 
 
+def graph_code_files() -> list[Path]:
+    """Every module whose code shapes a traced graph, in a stable order."""
+    root = Path(__file__).parent
+    return sorted(file for folder in _GRAPH_CODE for file in (root / folder).rglob("*.py"))
+
+
 @functools.cache
 def _code_digest() -> str:
     digest = hashlib.sha256()
-    for folder in _GRAPH_CODE:
-        for file in sorted((Path(__file__).parent / folder).glob("*.py")):
-            digest.update(file.name.encode())
-            digest.update(file.read_bytes())
+    root = Path(__file__).parent
+    for file in graph_code_files():
+        digest.update(file.relative_to(root).as_posix().encode())
+        digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -136,13 +146,15 @@ def load(spec: ModelSpec) -> nx.DiGraph | None:
     head, sizes, and the parameter total the config implies.
     """
     try:
-        with entry_path(spec).open("rb") as stream:
-            header = json.loads(stream.readline())
-            if not isinstance(header, dict) or header.get("format") != FORMAT:
-                return None
-            if header.get("key") != key_material(spec):
-                return None
-            body = stream.read()
+        content = _read_entry(entry_path(spec))
+        if content is None:
+            return None
+        head, _, body = content.partition(b"\n")
+        header = json.loads(head)
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            return None
+        if header.get("key") != key_material(spec):
+            return None
         if hashlib.sha256(body).hexdigest() != header.get("digest"):
             return None
         data = json.loads(body)
@@ -152,6 +164,31 @@ def load(spec: ModelSpec) -> nx.DiGraph | None:
         return checked_graph(data, spec)
     except Exception:  # a doubt the checks did not foresee is still a doubt: rebuild, never crash
         return None
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of the entry at ``path``, or None (with one warning line) when it is not a regular
+    file of at most :data:`MAX_ENTRY_BYTES`: a FIFO would block the read, a link to a device
+    (``/dev/zero``) would never end it."""
+    try:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(handle, "rb") as stream:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            _warn(f"skipped cache entry {path}: it is not a regular file; remove it")
+            return None
+        content = stream.read(MAX_ENTRY_BYTES + 1)
+    if len(content) > MAX_ENTRY_BYTES:
+        _warn(f"skipped cache entry {path}: larger than {MAX_ENTRY_BYTES >> 20} MB, so not an entry; remove it")
+        return None
+    return content
+
+
+def _warn(message: str) -> None:
+    print(f"bertgraph: warning: {one_line(message)}", file=sys.stderr)
 
 
 def checked_graph(data: Any, spec: ModelSpec) -> nx.DiGraph | None:
@@ -186,7 +223,8 @@ def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
     """Write ``graph`` under ``spec``'s key; a cache that cannot be written is skipped.
 
     The entry is written to a temporary file and moved into place, and the temporary
-    file is removed whatever fails (a full disk, an entry path that is a folder).
+    file is removed whatever fails (a full disk, an entry path that is a folder). One left
+    by a process killed outright (SIGKILL) is removed by the next write to the cache.
     """
     directory = cache_dir()
     temporary = ""
@@ -194,7 +232,8 @@ def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         body = json.dumps(graph_io.to_node_link(graph), separators=(",", ":")).encode()
         header = {"format": FORMAT, "key": key_material(spec), "digest": hashlib.sha256(body).hexdigest()}
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".entry.", suffix=".tmp")
+        remove_stale_in(directory)
+        handle, temporary = temporary_file(entry_path(spec))
         with os.fdopen(handle, "wb") as stream:
             stream.write(json.dumps(header, separators=(",", ":")).encode() + b"\n" + body)
         os.replace(temporary, entry_path(spec))

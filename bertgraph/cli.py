@@ -39,6 +39,8 @@ FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
 COST_DTYPES = ("float32", "float16", "bfloat16")
 ANNOTATIONS = ("params", "flops", "memory")
+_TABLE_FORMAT_HELP = "text, markdown or json (default: from the output suffix, .md or .json; else text)"
+_TABLE_SUFFIXES = {".json": "json", ".md": "markdown"}
 
 
 class UsageError(Exception):
@@ -115,8 +117,15 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def _file_path(text: str) -> Path:
+    """An argparse type for an output file: a name ending in / is a folder, which Path would hide."""
+    if text.endswith(os.sep) and text.strip(os.sep):
+        raise argparse.ArgumentTypeError(f"{text} ends in /, so it names a folder; give a file name")
+    return Path(text)
+
+
 def _output(parser: argparse.ArgumentParser, required: bool, help_text: str) -> None:
-    parser.add_argument("-o", "--output", type=Path, required=required, metavar="PATH", help=help_text)
+    parser.add_argument("-o", "--output", type=_file_path, required=required, metavar="PATH", help=help_text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,13 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
     summary = commands.add_parser("summary", help="module tree with shapes, parameters and share")
     _common(summary)
     summary.add_argument("--depth", type=_non_negative, help="deepest module level to list (default: all)")
-    summary.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    summary.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     summary.add_argument("--unfold", action="store_true", help="list every repeated layer")
     _output(summary, False, "write to a file instead of standard output")
 
     params = commands.add_parser("params", help="every parameter; totals and groups")
     _common(params)
-    params.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    params.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     _output(params, False, "write to a file instead of standard output")
 
     diff = commands.add_parser("diff", help="what one head adds or removes compared with another")
@@ -149,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument(
         "--head", action="append", metavar="HEAD", help="give twice: --head A --head B (once: compared with base)"
     )
-    diff.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    diff.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     _output(diff, False, "write to a file instead of standard output")
 
     render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT, Mermaid or an interactive HTML page")
@@ -198,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="a decoder's prefill of each length and N decode steps after it: matmul FLOPs, the KV cache at the end",
     )
-    cost.add_argument("--format", choices=TABLE_FORMATS, default="text")
+    cost.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
     _output(cost, False, "write to a file instead of standard output")
 
@@ -237,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=FAMILIES_FORMATS, help="default: from the output suffix (.md: the figure and table)"
     )
     families.add_argument("--theme", choices=("light", "dark"), help="light (default) or dark")
-    families.add_argument("--table", type=Path, metavar="PATH.md", help="also write the table to this Markdown file")
+    families.add_argument(
+        "--table", type=_file_path, metavar="PATH.md", help="also write the table to this Markdown file"
+    )
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
     _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
@@ -286,7 +297,7 @@ def _is_onnx(args: argparse.Namespace) -> bool:
 
 
 # Options that shape a model built from a config; an .onnx file is drawn as it was exported.
-_CONFIG_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num_labels", "seq_len", "batch")
+_CONFIG_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "num_labels", "seq_len", "batch")
 
 
 def _refuse_config_options_for_onnx(args: argparse.Namespace, allowed: tuple[str, ...] = ()) -> None:
@@ -317,6 +328,30 @@ def _refuse_config_options_for_onnx(args: argparse.Namespace, allowed: tuple[str
         )
 
 
+def _check_output(args: argparse.Namespace, *paths: Path, models: Sequence[str] = ()) -> None:
+    """Before any work: each output path can be written and is none of the files the command reads."""
+    from bertgraph.files import check_writable, refuse_inputs
+    from bertgraph.model.spec import reference_files
+
+    inputs = [file for model in (models or [args.model]) for file in reference_files(str(model))]
+    for path in paths:
+        check_writable(path)
+        refuse_inputs(path, inputs)
+
+
+def _table_output(args: argparse.Namespace) -> None:
+    """Settle a table command's format (the suffix's, unless --format says otherwise) and check -o."""
+    implied = _TABLE_SUFFIXES.get(args.output.suffix.lower()) if args.output is not None else None
+    if args.format and implied and args.format != implied:
+        raise UsageError(
+            f"--format {args.format} does not match the file name {args.output.name}; "
+            f"drop --format or name the file for {args.format}"
+        )
+    args.format = args.format or implied or "text"
+    if args.output is not None:
+        _check_output(args, args.output)
+
+
 def _architecture(args: argparse.Namespace, head: str) -> Architecture:
     if _is_onnx(args):
         from bertgraph.api import read_onnx
@@ -325,6 +360,14 @@ def _architecture(args: argparse.Namespace, head: str) -> Architecture:
     from bertgraph.api import load
 
     return load(_spec(args, head), use_cache=not args.no_cache)
+
+
+def _size_onnx_dims(arch: Architecture, batch: int | None, seq: int | None) -> None:
+    """Give an ONNX file's symbolic dimensions (``batch_size``, ``sequence``, …) the sizes asked for."""
+    from bertgraph.graph import schema as g
+    from bertgraph.onnx.read import sized_example
+
+    arch.graph.graph[g.G_EXAMPLE] = sized_example(arch.graph, batch, seq)
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:
@@ -373,10 +416,7 @@ def cmd_params(args: argparse.Namespace) -> int:
     from bertgraph.render import markdown, text
 
     _refuse_config_options_for_onnx(args)
-    if args.output is not None:
-        from bertgraph.files import check_writable
-
-        check_writable(args.output)
+    _table_output(args)
     stats = _parameter_stats(args)
     _emit(args, _tables(args.format, stats, text.generate_params, markdown.generate_params))
     return 0
@@ -403,10 +443,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from bertgraph.render import markdown, text
 
     _refuse_config_options_for_onnx(args)
-    if args.output is not None:
-        from bertgraph.files import check_writable
-
-        check_writable(args.output)
+    _table_output(args)
     arch = _architecture(args, args.head)
     summary = arch.summary(depth=args.depth, fold=not args.unfold)
     from bertgraph.graph.generation import kv_cache_summary
@@ -423,10 +460,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from bertgraph.render import markdown, text
 
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
-    if args.output is not None:
-        from bertgraph.files import check_writable
-
-        check_writable(args.output)
+    _table_output(args)
     lengths: list[int | None] = list(args.seq_len or [None])
     decoders = _decoder_lengths(args.decoder_len, len(lengths))
     if not _is_onnx(args):
@@ -443,6 +477,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
             )
     args.seq_len = lengths[0]
     arch = _architecture(args, args.head)
+    if _is_onnx(args):
+        _size_onnx_dims(arch, args.batch, lengths[0])
     if args.decoder_len and not cost.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
     cost.check_products_counted(arch.graph, name=str(args.model))
@@ -480,17 +516,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("diff needs two heads: --head A --head B (see 'bertgraph diff --help')")
     if _is_onnx(args):
         raise UsageError("diff compares two heads of one config; an .onnx file has one head: use summary or params")
-    if args.output is not None:
-        from bertgraph.files import check_writable
-
-        check_writable(args.output)
+    _table_output(args)
     first, second = (_architecture(args, head) for head in heads)
     _emit(args, _tables(args.format, first.diff(second), text.generate_diff, markdown.generate_diff))
     return 0
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from bertgraph.files import check_writable
     from bertgraph.render import diagram_format, graphviz_run, write_diagram
 
     fmt = diagram_format(args.output, args.format)
@@ -501,7 +533,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         for option, value in (("--compare", args.compare), ("--theme", args.theme)):
             if value is not None:
                 raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
-    check_writable(args.output)
+    _check_output(args, args.output)
     if fmt in (*graphviz_run.FORMATS, "html"):
         graphviz_run.require_dot(args.output)
     arch = _architecture(args, args.head)
@@ -522,16 +554,18 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from bertgraph.files import check_writable, write_atomic
+    from bertgraph.files import write_atomic
     from bertgraph.render import plot, report
 
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
-    _refuse_config_options_for_onnx(args)
-    check_writable(args.output)
+    _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
     plot_file = report.plot_path(args.output)
-    check_writable(plot_file)
+    _check_output(args, args.output, plot_file)
+    _refuse_foreign_plot(args.output, plot_file)
     arch = _architecture(args, args.head)
+    if _is_onnx(args):
+        _size_onnx_dims(arch, args.batch, args.seq_len)
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
     image: bytes | None = None
@@ -558,8 +592,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_foreign_plot(output: Path, plot_file: Path) -> None:
+    """The report writes its plot beside it, unasked: it replaces only a plot an earlier report there shows."""
+    from bertgraph.files import path_kind
+    from bertgraph.render.escape import markdown_url
+
+    if path_kind(plot_file).kind == "missing":
+        return
+    try:
+        earlier = output.read_text(encoding="utf-8", errors="replace") if path_kind(output).kind == "file" else ""
+    except OSError:
+        earlier = ""
+    if f"]({markdown_url(plot_file.name)})" not in earlier:
+        raise UsageError(
+            f"{plot_file} exists and is not the plot of an earlier report {output.name}; the report would "
+            "replace it with its FLOPs plot: move that file away or give the report another name"
+        )
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
-    from bertgraph.files import check_writable, write_atomic
+    from bertgraph.files import write_atomic
     from bertgraph.graph import io as graph_io
 
     suffix = args.output.suffix.lower()
@@ -568,7 +620,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.unfold and args.depth is None:
         raise UsageError("--unfold keeps repeated layers in a view: give --depth too (the operator graph is unfolded)")
     _refuse_config_options_for_onnx(args)
-    check_writable(args.output)
+    _check_output(args, args.output)
     arch = _architecture(args, args.head)
     data = arch.graph if args.depth is None else arch.view(args.depth, fold=not args.unfold)
     text = graph_io.graph_file_text(data, suffix.lstrip("."))
@@ -578,14 +630,13 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_onnx(args: argparse.Namespace) -> int:
-    from bertgraph.files import check_writable
     from bertgraph.onnx.export import export_onnx_spec
 
     if args.output.suffix.lower() != ".onnx":
         raise UsageError(f"onnx writes an .onnx file, not {args.output.name}")
     if _is_onnx(args):
         raise UsageError("MODEL is already an ONNX file; give a preset, a checkpoint directory or config.json")
-    check_writable(args.output)
+    _check_output(args, args.output)
     spec = _spec(args, args.head)
     start = time.perf_counter()
     result = export_onnx_spec(spec, args.output, opset=args.opset, verify=not args.no_verify, progress=_warn)
@@ -597,7 +648,6 @@ def cmd_onnx(args: argparse.Namespace) -> int:
 
 def cmd_families(args: argparse.Namespace) -> int:
     from bertgraph.api import load
-    from bertgraph.files import check_writable
     from bertgraph.model import resolve
     from bertgraph.render import SUFFIX_FORMATS, graphviz_run
     from bertgraph.render.families import DEFAULT_MODELS, write_families
@@ -618,12 +668,10 @@ def cmd_families(args: argparse.Namespace) -> int:
             raise UsageError("a .md output already holds the table; leave out --table or write the figure as .svg")
         if args.table.resolve() == args.output.resolve():
             raise UsageError("--table and -o name the same file; give the table a name of its own")
-    check_writable(args.output)
-    if args.table is not None:
-        check_writable(args.table)
+    models = args.models or list(DEFAULT_MODELS)
+    _check_output(args, *([args.output] if args.table is None else [args.output, args.table]), models=models)
     if fmt in graphviz_run.FORMATS:
         graphviz_run.require_dot(args.output)
-    models = args.models or list(DEFAULT_MODELS)
     specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
     graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
     written = write_families(
@@ -713,8 +761,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)
-        if args.command is None:
-            parser.print_help()
+        if args.command is None:  # argparse's convention for a missing command: usage on stderr, status 2
+            parser.print_help(sys.stderr)
             return 2
         return COMMANDS[args.command](args)
     except UsageError as error:

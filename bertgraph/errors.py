@@ -56,7 +56,18 @@ class OnnxError(BertgraphError):
 
 
 def first_line(error: BaseException) -> str:
-    """The first informative line of an exception message, shortened, for one-line errors."""
+    r"""The first informative line of an exception message, shortened, for one-line errors.
+
+    A line ending in ":" only introduces the reason (huggingface_hub's "Validation error
+    for field 'mlp_bias':"), so the lines it introduces are joined to it.
+
+    >>> first_line(ValueError("Validation error for field 'x':\n    TypeError: expected bool\nmore"))
+    "Validation error for field 'x': TypeError: expected bool"
+    """
     lines = [line.strip() for line in str(error).splitlines() if line.strip() and not line.strip().startswith("#")]
     text = lines[0] if lines else type(error).__name__
+    for line in lines[1:]:
+        if not text.endswith(":"):
+            break
+        text = f"{text} {line}"
     return text if len(text) <= 300 else text[:297] + "…"

@@ -4,12 +4,18 @@ The rules for an output path (``-o``, and every file ``gallery`` writes):
 
 * a missing file is created; a regular file is replaced in one step (a temporary file
   beside it, then ``os.replace``), keeping its permission bits;
-* a symbolic link to a regular file is written through: its target is replaced and the
-  link stays a link (``/proc/self/fd/1`` is such a link only when standard output is a
-  regular file);
+* a symbolic link to a regular file in the link's own folder (or below it) is written
+  through: its target is replaced and the link stays a link. A link that leads out of
+  that folder (``out.svg -> ~/.bashrc``) is refused: the user named the link, not the file
+  it reaches, so they name that file itself if they mean to replace it. The one
+  exception is the process's own standard streams (``/dev/stdout``, ``/proc/self/fd/1``),
+  written through only when they are regular files;
+* a name ending in ``/`` names a folder, and is refused;
 * anything else is refused before any work: a directory, a FIFO, a device, a socket, a
   broken link, a link loop, a read-only file, a folder that is missing, read-only or
   cannot hold new files (``/proc``);
+* so is a file the command reads (:func:`refuse_inputs`: a checkpoint, a config.json,
+  the .onnx file being drawn);
 * the same checks run again just before the write; a failed write (a full disk) leaves
   the old file as it was and no temporary file behind.
 
@@ -31,7 +37,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import NamedTuple
@@ -121,6 +127,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     Raises:
         BertgraphError: one line saying why ``path`` cannot be written and what to do.
     """
+    if os.fspath(path).endswith(os.sep) and os.fspath(path).strip(os.sep):
+        raise BertgraphError(f"cannot write {os.fspath(path)}: a name ending in / is a folder; give a file name")
     requested = expand_user(path)
     found = path_kind(requested)
     if found.kind == "directory":
@@ -133,6 +141,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if found.kind == "unreachable":
         raise BertgraphError(f"cannot write {requested}: {found.description}")
     target = Path(os.path.realpath(requested)) if found.kind == "file" else requested
+    if found.kind == "file" and requested.is_symlink():
+        _check_link(requested, target)
     folder = target.parent
     if found.kind == "missing":
         parent = path_kind(folder)
@@ -149,6 +159,44 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
         raise BertgraphError(f"cannot write {requested}: folder {folder} is read-only; choose another folder")
     _probe_folder(requested, folder)
     return target
+
+
+# Links that stand for this process's own standard streams: named, they mean "where my output goes".
+_STREAM_LINKS = ("/dev/stdout", "/dev/stderr")
+_STREAM_FOLDERS = ("/proc/self/fd", "/dev/fd")
+
+
+def _check_link(requested: Path, target: Path) -> None:
+    """Refuse a link whose target lies outside the link's own folder (see the module docstring)."""
+    absolute = os.path.abspath(requested)
+    if absolute in _STREAM_LINKS or os.path.dirname(absolute) in _STREAM_FOLDERS:
+        return
+    home = Path(os.path.realpath(requested.parent if str(requested.parent) else "."))
+    if target.is_relative_to(home):
+        return
+    raise BertgraphError(
+        f"cannot write {requested}: it is a symbolic link to {target}, outside {home}; bertgraph writes "
+        f"through links only within their own folder, so give {target} itself as the output "
+        "if you mean to replace that file"
+    )
+
+
+def refuse_inputs(output: str | os.PathLike[str], inputs: Iterable[Path]) -> None:
+    """Refuse an output path that names a file the command reads (its checkpoint, config or .onnx file).
+
+    Compared as files, not names: a link or hard link to an input is refused too.
+
+    Raises:
+        BertgraphError: ``output`` is one of ``inputs``.
+    """
+    requested = expand_user(output)
+    for source in inputs:
+        with suppress(OSError, ValueError):
+            if os.path.samefile(requested, source):
+                raise BertgraphError(
+                    f"cannot write {requested}: it is {source}, which this command reads; "
+                    "give the output a name of its own"
+                )
 
 
 def _probe_folder(requested: Path, folder: Path) -> None:
@@ -179,7 +227,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     temporary = ""
     try:
-        handle, temporary = _temporary_file(target)
+        handle, temporary = temporary_file(target)
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
@@ -214,7 +262,7 @@ def _umask() -> int:
 
 
 # What follows ".NAME." in the name of a temporary file or folder: owner pid, mkstemp's 8 characters.
-_TEMPORARY = re.compile(r"(?P<pid>[1-9][0-9]*)\.[a-z0-9_]{8}\.tmp")
+_TEMPORARY = re.compile(r"(?:^|\.)(?P<pid>[1-9][0-9]*)\.[a-z0-9_]{8}\.tmp$")
 
 
 @contextmanager
@@ -244,16 +292,24 @@ def remove_stale(target: Path) -> list[Path]:
     not a symlink), no process with that id is alive, and nobody holds its lock.
     Returns what was removed.
     """
-    prefix = f".{target.name}."
+    return _remove_stale(_folder(target), f".{target.name}.")
+
+
+def remove_stale_in(folder: Path) -> list[Path]:
+    """:func:`remove_stale` for every target in ``folder`` (a cache's entries): same rules, any NAME."""
+    return _remove_stale(folder, ".")
+
+
+def _remove_stale(folder: Path, prefix: str) -> list[Path]:
     removed: list[Path] = []
     try:
-        entries = list(os.scandir(_folder(target)))
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
         if not entry.name.startswith(prefix):
             continue
-        match = _TEMPORARY.fullmatch(entry.name[len(prefix) :])
+        match = _TEMPORARY.search(entry.name[len(prefix) :])
         if match is None or entry.is_symlink() or _alive(int(match["pid"])):
             continue
         if _remove_unlocked(Path(entry.path), entry.is_dir(follow_symlinks=False)):
@@ -261,8 +317,8 @@ def remove_stale(target: Path) -> list[Path]:
     return removed
 
 
-def _temporary_file(target: Path) -> tuple[int, str]:
-    """A new, locked temporary file beside ``target`` (after removing stale ones)."""
+def temporary_file(target: Path) -> tuple[int, str]:
+    """A new, locked temporary file beside ``target`` (after removing stale ones): its handle and path."""
     remove_stale(target)
     handle, temporary = tempfile.mkstemp(dir=_folder(target), prefix=_prefix(target), suffix=".tmp")
     _lock(handle)

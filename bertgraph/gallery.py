@@ -7,6 +7,7 @@ so a stale gallery shows up as a diff.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from bertgraph.api import Architecture, load
@@ -61,16 +62,24 @@ def build_gallery(
     found = path_kind(folder)
     if found.kind not in ("directory", "missing"):
         raise BertgraphError(f"cannot write the gallery into {folder}: it is {found.description}; give a folder")
+    spec, base_spec = resolve(model, head), resolve(model, "base")  # a bad model: refused before any folder
+    made = [f for f in (folder, *folder.parents) if path_kind(f).kind == "missing"]  # what mkdir will create
     if found.kind == "missing":
         try:
             folder.mkdir(parents=True)
         except OSError as error:
             raise BertgraphError(f"cannot create the gallery folder {folder}: {error.strerror or error}") from error
-    for name in gallery_files(head, plots=plot.available()):
-        check_writable(folder / name)
-    require_dot(folder / "bert-depth1.svg")
-    arch = load(resolve(model, head), use_cache=use_cache)
-    base = load(resolve(model, "base"), use_cache=use_cache) if head != "base" else arch
+    try:
+        for name in gallery_files(head, plots=plot.available()):
+            check_writable(folder / name)
+        require_dot(folder / "bert-depth1.svg")
+        arch = load(spec, use_cache=use_cache)
+        base = load(base_spec, use_cache=use_cache) if head != "base" else arch
+    except BaseException:
+        for created in made:  # innermost first; only empty folders this call made
+            with suppress(OSError):
+                created.rmdir()
+        raise
     written: list[Path] = []
     for depth in DEPTHS:
         for suffix in (".svg", ".png"):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,16 +85,21 @@ def _key_with_code_of(package: Path) -> str:
     return str(module.key(resolve("bert-tiny")))
 
 
-def test_the_key_covers_the_graph_code(tmp_path: Path) -> None:
+def test_the_key_covers_every_module_that_shapes_a_graph(tmp_path: Path) -> None:
+    """Each module below model/, tracing/ and graph/ (graph/facts, model/families too), edited, changes the key."""
     copy = tmp_path / "same" / "bertgraph"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    assert _key_with_code_of(copy) == _key_with_code_of(shutil.copytree(copy, tmp_path / "again" / "bertgraph"))
-    for folder in ("graph", "tracing", "model"):
-        edited = tmp_path / folder / "bertgraph"
-        shutil.copytree(copy, edited)
-        module = sorted((edited / folder).glob("*.py"))[-1]
-        module.write_text(module.read_text(encoding="utf-8") + "\n# an edit\n", encoding="utf-8")
-        assert _key_with_code_of(edited) != _key_with_code_of(copy), folder
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "assets"))
+    original = _key_with_code_of(copy)
+    assert original == _key_with_code_of(shutil.copytree(copy, tmp_path / "again" / "bertgraph"))
+    modules = sorted(file for folder in ("model", "tracing", "graph") for file in (copy / folder).rglob("*.py"))
+    nested = {file.parent.relative_to(copy).as_posix() for file in modules}
+    assert {"graph/facts", "model/families"} <= nested
+    for module in modules:
+        text = module.read_text(encoding="utf-8")
+        module.write_text(text + "\n# an edit\n", encoding="utf-8")
+        assert _key_with_code_of(copy) != original, module.relative_to(copy)
+        module.write_text(text, encoding="utf-8")
+    assert _key_with_code_of(copy) == original
 
 
 def test_the_key_covers_a_pickled_checkpoint(tmp_path: Path) -> None:
@@ -128,3 +134,51 @@ def test_a_warm_command_writes_what_a_cold_one_does(tmp_path: Path) -> None:
     served, fresh = _cli(folder, "summary", *reference), _cli(folder, "summary", *reference, "--no-cache")
     assert served.returncode == fresh.returncode == 0
     assert served.stdout == fresh.stdout and "(0-2): 3 × BertLayer" in served.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "oversized file"])
+def test_an_entry_that_is_not_a_bounded_regular_file_is_skipped_with_a_warning(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO would block the read forever, /dev/zero never ends it: neither is read."""
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path))
+    spec = resolve("bert-tiny")
+    entry = cache.entry_path(spec)
+    if kind == "fifo":
+        os.mkfifo(entry)
+    elif kind == "link to /dev/zero":
+        entry.symlink_to("/dev/zero")
+    else:
+        monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 64)
+        entry.write_bytes(b"{}" * 64)
+    served: list[object] = []
+    reader = threading.Thread(target=lambda: served.append(cache.load(spec)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)  # a blocking or endless read fails here rather than hanging the suite
+    assert served == [None], "the cache read did not return"
+    warning = capsys.readouterr().err
+    assert warning.count("\n") == 1 and warning.startswith("bertgraph: warning: skipped cache entry")
+    assert str(entry) in warning and "remove it" in warning
+
+
+def test_a_write_killed_outright_leaves_nothing_once_the_cache_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL after the entry's temporary file is complete, before its move: the next write removes it."""
+    killed = (
+        "import os, signal, bertgraph\n"
+        "from bertgraph import cache\n"
+        "from bertgraph.model import resolve\n"
+        "graph = bertgraph.trace('bert-tiny', layers=1, cache=False).graph\n"
+        "cache.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "cache.store(resolve('bert-tiny', overrides={'layers': 1}), graph)\n"
+    )
+    environment = {**os.environ, "BERTGRAPH_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", killed], env=environment, capture_output=True, check=False)
+    assert result.returncode == -9, result.stderr
+    left = [path.name for path in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].endswith(".tmp"), left
+    spec = resolve("bert-tiny", overrides={"layers": 2})  # another entry's write cleans the folder
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path))
+    cache.store(spec, bertgraph.trace("bert-tiny", layers=2, cache=False).graph)
+    assert [path.name for path in tmp_path.iterdir()] == [cache.entry_path(spec).name]

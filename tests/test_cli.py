@@ -32,6 +32,24 @@ def test_help_imports_neither_torch_nor_transformers() -> None:
     assert result.stdout.strip().endswith("False False False")
 
 
+def test_bare_command_prints_usage_on_stderr_and_exits_2() -> None:
+    """argparse's convention for a missing command: standard output stays empty for a pipe."""
+    result = run()
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("usage: bertgraph") and "summary" in result.stderr
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_an_empty_model_says_what_to_give(model: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers import one_line_error
+
+    line = one_line_error(["summary", model], capsys)
+    assert line == (
+        "bertgraph: error: MODEL is empty; give a preset such as bert-base-uncased, a directory with "
+        "config.json, a config.json file or an .onnx file"
+    )
+
+
 def test_module_entry_point_and_version() -> None:
     result = run("--version")
     assert result.returncode == 0 and result.stdout.startswith("bertgraph ")
@@ -116,6 +134,8 @@ def test_output_file_written_in_one_piece(tmp_path: Path, capsys: pytest.Capture
         (["params", "m.onnx", "--batch", "2"], "--batch does not apply to an .onnx file"),
         (["report", "m.onnx", "--num-labels", "3", "-o", "r.md"], "--num-labels does not apply"),
         (["graph", "m.onnx", "--allow-pickle", "-o", "g.json"], "--allow-pickle does not apply"),
+        (["render", "m.onnx", "--kv-heads", "2", "-o", "x.svg"], "--kv-heads does not apply to an .onnx file"),
+        (["summary", "m.onnx", "--heads", "2", "--kv-heads", "1"], "--heads, --kv-heads do not apply"),
         (["diff", "m.onnx", "--head", "masked-lm"], "diff compares two heads of one config; an .onnx file has one"),
         (["render", "bert-tiny", "--depth", "99", "-o", "x.svg"], "--depth: must be 0 to 4 (4 draws every operator)"),
         (["report", "bert-tiny", "--depth", "5", "-o", "r.md"], "--depth: must be 0 to 4"),

@@ -70,6 +70,79 @@ def test_bad_config_is_one_line(
     assert message in line
 
 
+def _family(model_type: str, **fields: object) -> str:
+    from tests.family_configs import TINY as FAMILIES
+
+    return json.dumps({**FAMILIES[model_type], **fields})
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            _family("modernbert", local_attention=0),
+            "field 'local_attention' must be a whole number of at least 2, got 0",
+        ),
+        (
+            _family("modernbert", local_attention=-128),
+            "'local_attention' must be a whole number of at least 2, got -128",
+        ),
+        (
+            _family("qwen2", use_sliding_window=True, sliding_window=0),
+            "'sliding_window' must be a positive integer, got 0",
+        ),
+        (_family("qwen3", use_sliding_window=True, sliding_window=-5), "'sliding_window' must be a positive integer"),
+        (_family("qwen2", use_sliding_window=True, sliding_window="16"), "'sliding_window' must be a positive integer"),
+        (_family("llama", mlp_bias="true"), "field 'mlp_bias' must be true or false, got 'true'"),
+        (_family("llama", head_dim=0), "field 'head_dim' must be a positive integer, got 0"),
+        (_family("llama", head_dim=63), "'head_dim' must be a multiple of 2 (rotary positions turn pairs of dim"),
+        (
+            _family("llama", rope_scaling={"rope_type": "evil", "factor": 2.0}),
+            "rope_scaling has rope_type 'evil', which transformers does not know; use one of: default, linear",
+        ),
+        (_family("qwen3", rope_parameters={"type": "evil"}), "rope_parameters has rope_type 'evil'"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
+)
+def test_nonsense_in_a_family_field_is_refused_before_transformers_sees_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    folder = model_dir(tmp_path, content)
+    line = one_line_error(["params", str(folder)], capsys)
+    assert f"{folder / 'config.json'}: " in line and message in line, line
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"use_sliding_window": False, "sliding_window": 0}, None),  # a window switched off is not read
+        ({"eos_token_id": "2"}, "Validation error for field 'eos_token_id': TypeError: Field 'eos_token_id' with"),
+        ({"bos_token_id": "1"}, "Validation error for field 'bos_token_id': TypeError: Field 'bos_token_id' with"),
+    ],
+)
+def test_what_transformers_refuses_is_said_whole_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fields: dict[str, object], message: str | None
+) -> None:
+    """huggingface_hub's messages open with a line ending in ':'; the reason on the next line is kept."""
+    from bertgraph.cli import main
+
+    folder = model_dir(tmp_path, _family("qwen2", **fields))
+    if message is None:
+        assert main(["summary", str(folder), "--no-cache"]) == 0
+        return
+    line = one_line_error(["summary", str(folder), "--no-cache"], capsys)
+    assert "transformers cannot build Qwen2Model from this config: " in line and message in line, line
+    assert not line.endswith(":")
+
+
+def test_rope_types_are_transformers_own() -> None:
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from bertgraph.model.spec import ROPE_TYPES
+
+    assert set(ROPE_TYPES) == {"default", *ROPE_INIT_FUNCTIONS}
+
+
 def test_what_transformers_refuses_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Cross-attention without a decoder: valid types, refused by BertLayer itself.
     folder = model_dir(tmp_path, with_tiny(add_cross_attention=True))

@@ -123,3 +123,35 @@ def test_plugin_is_registered_and_loads_without_torch() -> None:
 def test_fences_inside_other_fences_and_unclosed_fences() -> None:
     page = "~~~~\n```bertgraph\nmodel: a\n```\n~~~~\n```bertgraph\nmodel: b\n"
     assert [(fence.first, fence.last, fence.body) for fence in find_fences(page)] == [(5, 8, "model: b\n")]
+
+
+def test_a_fence_reads_its_model_from_the_pages_folder_and_refuses_an_option_given_twice(tmp_path: Path) -> None:
+    """As Sphinx does: ``model: ../models/tiny`` in docs/guide/page.md is docs/models/tiny, whatever the
+    working directory; a duplicate key is a warning at its own line, not the last value silently."""
+    import json
+
+    from tests.family_configs import TINY as FAMILIES
+
+    root = tmp_path / "site-src"
+    (root / "docs" / "guide").mkdir(parents=True)
+    (root / "docs" / "models" / "tiny").mkdir(parents=True)
+    (root / "docs" / "models" / "tiny" / "config.json").write_text(json.dumps(FAMILIES["bert"]))
+    decoy = root / "models" / "tiny"  # the same path read from mkdocs.yml's folder: another model
+    decoy.mkdir(parents=True)
+    (decoy / "config.json").write_text(json.dumps({**FAMILIES["bert"], "num_hidden_layers": 5}))
+    (root / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - bertgraph\n")
+    (root / "docs" / "index.md").write_text("# Home\n")
+    fence = "```bertgraph\nmodel: {}\nformat: summary\n```\n"
+    page = "# Guide\n\n" + fence.format("../models/tiny") + "\n" + fence.format("../models/tiny\ndepth: 1\ndepth: 2")
+    page += "\n" + fence.format("models/tiny")  # exists only from the working directory
+    (root / "docs" / "guide" / "page.md").write_text(page)
+    done = mkdocs_build(root)
+    assert done.returncode == 0, done.log
+    text = html.unescape((root / "site" / "guide" / "page" / "index.html").read_text(encoding="utf-8"))
+    layers = re.findall(r"layer: ModuleList +(\d+) ", text)
+    assert layers == [str(FAMILIES["bert"]["num_hidden_layers"])], layers  # the page's model, not the decoy (5)
+    warnings = sorted(line.split("WARNING", 1)[1].strip(" -") for line in done.lines("WARNING"))
+    assert warnings == [
+        "docs/guide/page.md:11: bertgraph: option 'depth' is given twice (lines 2 and 3 of the fence); keep one",
+        f"docs/guide/page.md:15: bertgraph: no such file or directory: {root / 'docs/guide/models/tiny'}",
+    ], done.log

@@ -450,6 +450,9 @@ def onnx_files(draw: st.DrawFn) -> bytes:
 @example(content=_onnx_model(metadata={"config": "[]", "tied_parameters": '{"a": 1}', "example": "NaN"}))
 @example(content=_onnx_model(metadata={"family": "gpt2", "model_type": "gpt2", "backbone": "dense", "stacks": "[1]"}))
 @example(content=_onnx_model(metadata={"family": "bert", "model_type": "bert", "stacks": '{"dense": "sideways"}'}))
+@example(content=_onnx_model(metadata={"tied_parameters": '{"dense.weight": ["x"]}'}))  # a list for a name
+@example(content=_onnx_model(metadata={"example": '{"batch": "one"}', "config": '{"heads": "2", "hidden": 8}'}))
+@example(content=_onnx_model(metadata={"example": '{"batch": [1], "seq": true}', "stacks": '{"dense": ["x"]}'}))
 def test_onnx_file(content: bytes, capsys: pytest.CaptureFixture[str]) -> None:
     from bertgraph.onnx.read import read_onnx_graph
 
@@ -475,6 +478,9 @@ def test_onnx_file(content: bytes, capsys: pytest.CaptureFixture[str]) -> None:
         for argv in (["summary", str(path)], ["params", str(path)], ["render", str(path), "-o", str(root / "d.mmd")]):
             status, _ = one_line_or_success(argv, capsys)
             assert status == 0
+        # Costs evaluate the example sizes the metadata gave: damaged ones are ignored, never a crash.
+        for argv in (["cost", str(path)], ["graph", str(path), "-o", str(root / "g.json")]):
+            one_line_or_success(argv, capsys)
 
 
 # --- graph-cache entry ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -322,3 +323,173 @@ def test_symlink_loop_and_fifo_are_not_reported_as_missing(tmp_path: Path, capsy
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
     assert "FIFO" in one_line_error(["params", str(fifo)], capsys)
+
+
+def test_a_pickle_of_more_than_tensors_says_what_it_is_not_torchs_advice(tmp_path: Path, capsys: Any) -> None:
+    """torch's message tells the user to load it unsafely; bertgraph says what the file is and what to do."""
+    import fractions
+
+    import torch
+    import transformers
+
+    config = transformers.BertConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=100
+    )
+    config.save_pretrained(tmp_path / "ck")
+    weights = transformers.BertModel(config).state_dict()
+    weights["extra"] = fractions.Fraction(1, 3)  # an object whose unpickling runs its class's code
+    torch.save(weights, tmp_path / "ck" / "pytorch_model.bin")
+    target = tmp_path / "m.onnx"
+    assert main(["onnx", str(tmp_path / "ck"), "--allow-pickle", "--no-verify", "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    line = err.splitlines()[-1]  # after the export's progress lines
+    assert line.startswith("bertgraph: error: cannot load weights from") and "Traceback" not in err
+    assert "the pickle holds objects other than tensors (it names fractions.Fraction)" in line
+    assert "save the weights as model.safetensors" in line
+    assert "weights_only" not in err and "trust the source" not in err and "\\x1b" not in err
+    assert not target.exists()
+
+
+# --- positions past the end: RoBERTa-like models count positions from pad_token_id + 1 ----------------
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "xlm-roberta", "camembert", "mpnet"])
+def test_usable_positions_are_what_the_model_takes(model_type: str, tmp_path: Path) -> None:
+    """The family record's usable length, checked against transformers running the model (CPU, tiny)."""
+    import torch
+
+    from bertgraph.model import resolve
+    from bertgraph.model.build import build_model
+    from tests.family_configs import TINY as FAMILIES
+
+    folder = tmp_path / model_type
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**FAMILIES[model_type], "max_position_embeddings": 20}))
+    spec = resolve(str(folder))
+    offset = {"bert": 0}.get(model_type, 2)
+    assert spec.max_positions == 20 - offset == spec.family.usable_positions(spec.config)
+    model = build_model(spec, weights=True)
+    ones = torch.ones((1, spec.max_positions), dtype=torch.long) * 5
+    model(input_ids=ones, attention_mask=torch.ones_like(ones))  # the last usable position runs
+    longer = torch.ones((1, spec.max_positions + 1), dtype=torch.long) * 5
+    with pytest.raises((IndexError, RuntimeError), match="out of (range|bounds)|expanded size"):
+        model(input_ids=longer, attention_mask=torch.ones_like(longer))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cost", "roberta-base", "--seq-len", "514"], "--seq-len 514 is above the 512 positions roberta-base can use"),
+        (["cost", "roberta-base", "--seq-len", "128", "513"], "(max_position_embeddings 514, counted from"),
+        (["summary", "xlm-roberta-base", "--seq-len", "513"], "use --seq-len 512 or less"),
+        (["params", "all-mpnet-base-v2", "--seq-len", "513"], "the 512 positions all-mpnet-base-v2"),
+    ],
+)
+def test_a_length_past_the_usable_positions_is_refused(argv: list[str], message: str, capsys: Any) -> None:
+    assert message in one_line_error(argv, capsys)
+
+
+def test_cost_at_the_last_usable_position(capsys: Any) -> None:
+    assert main(["cost", "roberta-base", "--seq-len", "512", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"][0]["seq"] == 512
+
+
+def test_a_roberta_with_few_positions_traces(tmp_path: Path, capsys: Any) -> None:
+    """The example length is clamped to the usable length (18 of 20), not to max_position_embeddings."""
+    from tests.family_configs import TINY as FAMILIES
+
+    (tmp_path / "config.json").write_text(json.dumps({**FAMILIES["roberta"], "max_position_embeddings": 20}))
+    assert main(["summary", str(tmp_path), "--no-cache", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"]
+
+
+@pytest.mark.slow
+def test_a_roberta_checkpoint_with_few_positions_exports_and_verifies(tmp_path: Path, capsys: Any) -> None:
+    """max_position_embeddings 80: torch.export was asked for 80 tokens of the 78 usable, TorchScript then failed."""
+    from tests.family_configs import TINY as FAMILIES
+
+    (tmp_path / "config.json").write_text(json.dumps({**FAMILIES["roberta"], "max_position_embeddings": 80}))
+    target = tmp_path / "m.onnx"
+    assert main(["onnx", str(tmp_path), "-o", str(target)]) == 0, capsys.readouterr().err
+    assert "max |onnxruntime − PyTorch|" in capsys.readouterr().err and target.is_file()
+
+
+def _scoped_onnx(path: Path) -> Path:
+    """An ONNX file as the TorchScript exporter writes it: module paths in node names, no module types."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, weights, previous = [], [], "x"
+    for scope in (
+        "bert/encoder/layer.0/attention/self/query",
+        "bert/encoder/layer.1/attention/self/query",
+        "bert/pooler/dense",
+    ):
+        weight = f"onnx::MatMul_{len(weights)}"
+        weights.append(numpy_helper.from_array(np.ones((4, 4), np.float32), weight))
+        nodes.append(helper.make_node("MatMul", [previous, weight], [f"{scope}/out"], name=f"/{scope}/MatMul"))
+        previous = f"{scope}/out"
+    graph = helper.make_graph(
+        nodes,
+        "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch_size", 4])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["batch_size", 4])],
+        weights,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch"), path)
+    return path
+
+
+@pytest.mark.dot
+@pytest.mark.parametrize("depth", [0, 1, 2, 3, 4])
+def test_an_onnx_file_without_module_types_draws_at_every_depth(tmp_path: Path, depth: int) -> None:
+    """depths 0–3 gave an empty <font></font> that Graphviz refuses: an empty module type never reaches a label."""
+    model = _scoped_onnx(tmp_path / "ts.onnx")
+    target = tmp_path / "ts.dot"
+    assert main(["render", str(model), "--depth", str(depth), "-o", str(target)]) == 0
+    text = target.read_text()
+    assert not re.search(r"<font[^>]*></font>|\(\)| ·  · | · <", text), text
+    laid = subprocess.run(["dot", "-Tjson"], input=text, capture_output=True, text=True, check=False)
+    assert laid.returncode == 0, laid.stderr
+    drawn = json.loads(laid.stdout)
+    assert any(obj.get("label", "").startswith("<") for obj in drawn.get("objects", []))
+
+
+@pytest.mark.parametrize(("dtype", "name"), [("bool", "BOOL"), ("int8", "I8"), ("uint8", "U8"), ("int32", "I32")])
+def test_a_weight_stored_as_bool_or_int_is_refused_not_cast(tmp_path: Path, dtype: str, name: str, capsys: Any) -> None:
+    """Cast silently into a float32 ONNX file, it gave a 'verified' export computing something else."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    config = transformers.BertConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=100
+    )
+    config.save_pretrained(tmp_path / "ck")
+    weights = {key: value.contiguous() for key, value in transformers.BertModel(config).state_dict().items()}
+    query = "encoder.layer.0.attention.self.query.weight"
+    weights[query] = (weights[query] > 0) if dtype == "bool" else weights[query].to(getattr(torch, dtype))
+    save_file(weights, tmp_path / "ck" / "model.safetensors")
+    target = tmp_path / "m.onnx"
+    line = one_line_error(["onnx", str(tmp_path / "ck"), "-o", str(target)], capsys)
+    assert f"tensor '{query}' is {name}, where the model has a floating-point weight" in line
+    assert "save the checkpoint in float32, float16 or bfloat16" in line and not target.exists()
+    weights[query] = weights[query].to(torch.float16)  # a narrower float is a float: exported
+    save_file(weights, tmp_path / "ck" / "model.safetensors")
+    assert main(["summary", str(tmp_path / "ck"), "--no-cache"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "batch"), [([], 1), (["--batch", "3"], 3), (["--batch", "3", "--seq-len", "9"], 3)]
+)
+def test_report_of_an_onnx_file_sizes_its_named_dimensions(
+    tmp_path: Path, options: list[str], batch: int, capsys: Any
+) -> None:
+    """Another exporter's batch is ``batch_size``: sized by --batch (1 without it), never 'no size here'."""
+    model = _scoped_onnx(tmp_path / "ts.onnx")
+    target = tmp_path / "r.md"
+    assert main(["report", str(model), *options, "-o", str(target)]) == 0, capsys.readouterr().err
+    assert f"batch\\_size={batch}" in target.read_text()  # Markdown-escaped
+    assert main(["cost", str(model), *options, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"][0]["batch_size"] == batch

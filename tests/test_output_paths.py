@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -223,3 +224,134 @@ def test_gallery_checks_every_file_before_any_work(tmp_path: Path) -> None:
     assert f"cannot write {folder / 'report.md'}: it is a FIFO" in result.stderr
     assert sorted(p.name for p in folder.iterdir()) == ["bert-depth1.svg", "report.md"]
     assert (folder / "bert-depth1.svg").read_text() == "old"
+
+
+def _tiny_folder(folder: Path) -> Path:
+    """A config folder with a (placeholder) checkpoint: both are files the commands read."""
+    from tests.family_configs import TINY
+
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY["bert"]))
+    (folder / "model.safetensors").write_bytes(b"weights the user has")
+    (folder / "m.onnx").write_bytes(b"an onnx file the user has")
+    return folder
+
+
+# (command with MODEL at {m}, output at {o}): each output names a file the command reads.
+READS_ITS_OUTPUT = [
+    (["summary", "{m}", "-o", "{m}/model.safetensors"], "model.safetensors"),
+    (["params", "{m}/config.json", "-o", "{m}/config.json"], "config.json"),
+    (["cost", "{m}", "-o", "{m}/config.json"], "config.json"),
+    (["diff", "{m}", "--head", "masked-lm", "-o", "{m}/model.safetensors"], "model.safetensors"),
+    (["render", "{m}/m.onnx", "--format", "svg", "-o", "{m}/m.onnx"], "m.onnx"),
+    (["graph", "{m}/m.onnx", "-o", "{m}/hard.json"], "hard.json"),  # a hard link to the .onnx file
+    (["families", "bert-tiny", "{m}", "--format", "dot", "-o", "{m}/model.safetensors"], "model.safetensors"),
+]
+
+
+@pytest.mark.parametrize(("argv", "name"), READS_ITS_OUTPUT, ids=lambda v: v[0] if isinstance(v, list) else v)
+def test_an_output_that_names_a_file_the_command_reads_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], name: str
+) -> None:
+    folder = _tiny_folder(tmp_path / "ck")
+    os.link(folder / "m.onnx", folder / "hard.json")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    line = one_line_error([part.format(m=folder) for part in argv], capsys)
+    assert f"{folder / name}: it is " in line and "which this command reads" in line, line
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_link_leading_out_of_its_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-o link.svg`` where link.svg -> ~/.bashrc: the user named the link, so the file it reaches is left alone."""
+    outside = tmp_path / "home" / ".bashrc"
+    outside.parent.mkdir()
+    outside.write_text("export PATH=...\n")
+    (tmp_path / "work").mkdir()
+    for name, target in (("link.txt", outside), ("relative.txt", Path("../home/.bashrc"))):
+        link = tmp_path / "work" / name
+        link.symlink_to(target)
+        line = one_line_error(["params", "bert-tiny", "-o", str(link)], capsys)
+        assert f"it is a symbolic link to {outside}, outside {tmp_path / 'work'}" in line, line
+        assert f"give {outside} itself as the output" in line
+        with pytest.raises(BertgraphError, match="outside"):
+            write_atomic(link, "x")
+    assert outside.read_text() == "export PATH=...\n"
+    assert all(p.is_symlink() for p in (tmp_path / "work").iterdir())
+
+
+@pytest.mark.parametrize("name", ["x.svg/", "sub/x.txt/"])
+def test_a_name_ending_in_a_slash_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    (tmp_path / "sub").mkdir()
+    output = f"{tmp_path}/{name}"
+    line = one_line_error(["params", "bert-tiny", "-o", output], capsys, status=2)
+    assert "ends in /, so it names a folder; give a file name" in line
+    with pytest.raises(BertgraphError, match="a name ending in / is a folder"):
+        check_writable(output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"] and not any((tmp_path / "sub").iterdir())
+
+
+def test_report_never_replaces_a_plot_it_was_not_told_about(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plot = tmp_path / "rep-flops.png"
+    plot.write_bytes(b"the user's own picture")
+    line = one_line_error(["report", "bert-tiny", "-o", str(tmp_path / "rep.md")], capsys, status=2)
+    assert f"{plot} exists and is not the plot of an earlier report rep.md" in line
+    assert "move that file away or give the report another name" in line
+    assert plot.read_bytes() == b"the user's own picture" and not (tmp_path / "rep.md").exists()
+    plot.unlink()
+    from bertgraph.cli import main
+
+    for _ in range(2):  # a report run again replaces its own plot
+        assert main(["report", "bert-tiny", "-o", str(tmp_path / "rep.md")]) == 0
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("command", ["summary", "params", "cost", "diff"])
+@pytest.mark.parametrize(
+    ("suffix", "given", "written"),
+    [(".json", None, "json"), (".md", None, "markdown"), (".txt", "json", "json"), (".json", "text", None)],
+)
+def test_a_table_follows_its_suffix_or_refuses_one_that_contradicts_format(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    suffix: str,
+    given: str | None,
+    written: str | None,
+) -> None:
+    from bertgraph.cli import main
+
+    output = tmp_path / f"table{suffix}"
+    argv = [command, "bert-tiny", *(["--head", "masked-lm"] if command == "diff" else []), "-o", str(output)]
+    argv += ["--format", given] if given else []
+    if written is None:
+        line = one_line_error(argv, capsys, status=2)
+        assert f"--format {given} does not match the file name {output.name}" in line
+        assert not output.exists()
+        return
+    assert main(argv) == 0
+    text = output.read_text()
+    if written == "json":
+        assert isinstance(json.loads(text), dict)
+    else:
+        assert text.startswith("## ") and "|" in text
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [(["--model", "bert-huge"], "unknown model 'bert-huge'"), (["--head", "causal-lm"], "has no causal-lm head")],
+)
+def test_gallery_with_a_bad_model_leaves_no_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    target = tmp_path / "outputs" / "nested"
+    line = one_line_error(["gallery", *options, "-o", str(target)], capsys)
+    assert message in line
+    assert list(tmp_path.iterdir()) == []  # neither outputs/ nor outputs/nested
+
+
+def test_gallery_without_graphviz_leaves_no_folder(tmp_path: Path) -> None:
+    environment = {**os.environ, "PATH": str(tmp_path / "empty-bin")}
+    command = [sys.executable, "-m", "bertgraph", "gallery", "-o", str(tmp_path / "outputs" / "nested")]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+    assert done.returncode == 1 and "Graphviz" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -111,24 +111,26 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
             return markdown
         where = _page_path(page, config)
         offset = _front_matter_lines(page, markdown)
-        self._draw_ahead(fences, config)
+        self._draw_ahead(fences, config, _page_folder(page))
         lines = markdown.split("\n")
+        folder = _page_folder(page)
         for fence in reversed(fences):
             line = fence.first + 1 + offset
             try:
-                replacement = self._draw(fence.body, config)
+                replacement = self._draw(fence.body, config, folder)
             except BertgraphError as error:
+                line += getattr(error, "line", 0)  # the fence's own line that is wrong, when known
                 log.warning("%s:%d: bertgraph: %s", where, line, first_line(error))
                 replacement = ""
             lines[fence.first : fence.last + 1] = ["", *replacement.split("\n"), ""]
         return "\n".join(lines)
 
-    def _draw_ahead(self, fences: list[Fence], config: Any) -> None:
+    def _draw_ahead(self, fences: list[Fence], config: Any, folder: Path | None) -> None:
         """Draw the page's SVG and HTML pieces together (their layouts overlap); errors wait for their fence."""
         requests = []
         for fence in fences:
             try:
-                request = self._request(fence.body)
+                request = self._request(fence.body, folder)
             except BertgraphError:
                 continue
             if request.format not in ("mermaid", "table", "summary"):
@@ -136,20 +138,13 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
         if requests:
             self._drawer(config).html_all(requests)
 
-    def _draw(self, body: str, config: Any) -> str:
-        return self._markdown(self._request(body), config)
+    def _draw(self, body: str, config: Any, folder: Path | None) -> str:
+        return self._markdown(self._request(body, folder), config)
 
-    def _request(self, body: str) -> DiagramRequest:
-        import yaml
-
-        try:
-            options = yaml.safe_load(body) if body.strip() else {}
-        except yaml.YAMLError as error:
-            raise BertgraphError(
-                f"the fence is not YAML ({first_line(error)}); write one 'option: value' a line"
-            ) from None
-        if not isinstance(options, dict):
-            raise BertgraphError("the fence holds 'option: value' lines, starting with 'model: bert-base-uncased'")
+    def _request(self, body: str, folder: Path | None) -> DiagramRequest:
+        options = fence_options(body)
+        if isinstance(options.get("model"), str) and folder is not None:
+            options["model"] = page_relative(options["model"], folder)
         return parse(options, {"theme": self.config.theme, "format": self.config.format})
 
     def _markdown(self, request: DiagramRequest, config: Any) -> str:
@@ -160,6 +155,71 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
             return _code_fence(drawer.text(request), "text")
         # Markdown passes an HTML block through untouched until its first blank line.
         return "\n".join(line for line in drawer.html(request).split("\n") if line.strip())
+
+
+class FenceError(BertgraphError):
+    """A fence that is not 'option: value' lines; ``line`` is the wrong line within the fence (1: its first)."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def fence_options(body: str) -> dict[str, Any]:
+    r"""The options of a fence's YAML body; an option given twice is an error, not the last one silently.
+
+    >>> fence_options("model: bert-tiny\ndepth: 3")
+    {'model': 'bert-tiny', 'depth': 3}
+    >>> fence_options("model: a\ndepth: 2\ndepth: 3")
+    Traceback (most recent call last):
+    ...
+    bertgraph.docs.mkdocs.FenceError: option 'depth' is given twice (lines 2 and 3 of the fence); keep one
+    """
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise FenceError(
+                        f"option {key!r} is given twice (lines {seen[key]} and {line} of the fence); keep one", line
+                    )
+                seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    try:
+        options = yaml.load(body, Loader=_Loader) if body.strip() else {}  # _Loader is a SafeLoader
+    except yaml.YAMLError as error:
+        raise FenceError(f"the fence is not YAML ({first_line(error)}); write one 'option: value' a line") from None
+    except TypeError as error:  # a key YAML cannot hash (a list as an option name)
+        raise FenceError(f"the fence holds 'option: value' lines ({first_line(error)})") from None
+    if not isinstance(options, dict):
+        raise FenceError("the fence holds 'option: value' lines, starting with 'model: bert-base-uncased'")
+    return options
+
+
+def page_relative(model: str, folder: Path) -> str:
+    """A local path in a fence read from the page's folder, as Sphinx reads a directive's.
+
+    A preset or hub id is left as written. A relative path that exists only from the
+    working directory is not taken from there: the page's folder is named, so the error
+    says where bertgraph looked.
+    """
+    path = Path(os.path.expanduser(model))
+    if path.is_absolute():
+        return model
+    beside = folder / path
+    if beside.exists() or path.exists():
+        return str(beside)
+    return model
+
+
+def _page_folder(page: Any) -> Path | None:
+    source = getattr(page.file, "abs_src_path", None)
+    return Path(source).parent if source else None
 
 
 def _page_path(page: Any, config: Any) -> str:

@@ -7,11 +7,13 @@ from safetensors only (a pickle needs an explicit opt-in) and never run remote c
 from __future__ import annotations
 
 import importlib
+import pickle
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertgraph.errors import CheckpointError, ConfigError, first_line
-from bertgraph.model.checkpoint import check_checkpoint, safetensors_shapes
+from bertgraph.model.checkpoint import check_checkpoint, read_checkpoint
 from bertgraph.model.families.record import ENCODER_ONLY
 from bertgraph.model.spec import ModelSpec
 
@@ -61,7 +63,11 @@ def build_model(
     if spec.weights is not None:
         expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
         prefix = spec.family.backbone(spec.head) or spec.family.prefix
-        check_checkpoint(expected, safetensors_shapes(spec.weights), spec.weights, prefix)
+        entries = read_checkpoint(spec.weights)
+        floating = frozenset(name for name, t in meta_model.state_dict().items() if t.is_floating_point())
+        shapes = {name: entry.shape for name, entry in entries.items()}
+        dtypes = {name: entry.dtype for name, entry in entries.items()}
+        check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
     if not weights:
         return _fake_model(model_class, config, getattr(torch, dtype)) if fake else meta_model.eval()
     torch.manual_seed(seed)
@@ -137,13 +143,26 @@ def _load_pretrained(model_class: Any, config: Any, checkpoint: Path) -> Any:
             use_safetensors=use_safetensors,
             trust_remote_code=False,
         )
-    except (OSError, ValueError, RuntimeError) as error:
+    except (OSError, ValueError, RuntimeError, pickle.UnpicklingError) as error:
+        if isinstance(error, pickle.UnpicklingError) and "Weights only load failed" in str(error):
+            raise CheckpointError(_unsafe_pickle(checkpoint, str(error))) from error
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"cannot load weights from {checkpoint}: {first}") from error
     finally:
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar()
     return model.eval()
+
+
+def _unsafe_pickle(checkpoint: Path, message: str) -> str:
+    """What a pickle holding more than tensors is, and what to do, in place of torch's advice to run it."""
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", message)
+    what = f" (it names {found[1]})" if found else ""
+    return (
+        f"cannot load weights from {checkpoint}: the pickle holds objects other than tensors{what}, and loading "
+        "them would run their code; bertgraph loads only tensors even with --allow-pickle: save the weights "
+        "as model.safetensors with a tool you trust, or draw the model without them (give its config.json)"
+    )
 
 
 def _config_kwargs(config: dict[str, Any]) -> dict[str, Any]:

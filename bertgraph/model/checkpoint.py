@@ -207,23 +207,44 @@ def safetensors_shapes(path: Path) -> dict[str, list[int]]:
     return {name: entry.shape for name, entry in read_checkpoint(path).items()}
 
 
-def check_checkpoint(expected: dict[str, list[int]], found: dict[str, list[int]], path: Path, prefix: str) -> None:
-    """Every checkpoint tensor the model uses must have the shape the config gives it.
+# The dtypes a floating-point weight may be stored in: loading them into the model changes no value's meaning.
+FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
+
+
+def check_checkpoint(
+    expected: dict[str, list[int]],
+    found: dict[str, list[int]],
+    path: Path,
+    prefix: str,
+    floating: frozenset[str] = frozenset(),
+    dtypes: dict[str, str] | None = None,
+) -> None:
+    """Every checkpoint tensor the model uses must have the shape the config gives it, and a
+    weight the model holds in floating point (``floating``) a floating dtype (``dtypes``).
 
     ``prefix`` is the base-model prefix (``bert``): checkpoints of a bare BertModel and of
-    a model with a head name the same tensors with and without it.
+    a model with a head name the same tensors with and without it. A bool or int8 tensor
+    where a float weight belongs is quantised or damaged data: cast silently, it would
+    give a file that computes something else, so it is refused.
     """
 
     def normal(name: str) -> str:
         return name[len(prefix) + 1 :] if name.startswith(prefix + ".") else name
 
     wanted = {normal(name): shape for name, shape in expected.items()}
+    floating_keys = {normal(name) for name in floating}
     matched = 0
     for name, shape in sorted(found.items()):
         key = normal(name)
         if key not in wanted:
             continue
         matched += 1
+        dtype = (dtypes or {}).get(name)
+        if dtype is not None and dtype not in FLOAT_DTYPES and key in floating_keys:
+            raise CheckpointError(
+                f"{path}: tensor {name!r} is {dtype}, where the model has a floating-point weight; bertgraph "
+                "does not cast quantised or boolean weights: save the checkpoint in float32, float16 or bfloat16"
+            )
         if list(wanted[key]) != list(shape):
             raise CheckpointError(
                 f"{path}: tensor {name!r} has shape {list(shape)} but the config needs "

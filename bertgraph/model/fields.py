@@ -49,6 +49,9 @@ class Field:
         default: used when the field is absent (None: absent is fine and stays absent).
         role: for counts, the key of :data:`LIMITS` that bounds it.
         nullable: ``null`` in config.json is accepted (transformers' "not set").
+        multiple_of: a count must be a multiple of this, for the reason ``why``.
+        when: the rule holds only when this boolean field of the config is true (Qwen's
+            ``sliding_window`` counts only with ``use_sliding_window``).
     """
 
     kind: str
@@ -57,6 +60,9 @@ class Field:
     minimum: int = 1
     nullable: bool = False
     choices: tuple[str, ...] = ()
+    multiple_of: int = 1
+    why: str = ""
+    when: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ def problem(name: str, rule: Field, value: Any) -> str | None:
         limit = LIMITS[rule.role]
         if value > limit.maximum:
             return f"{name} {_count(value)} is above the limit of {limit.maximum:,}: {limit.why}"
+        if value % rule.multiple_of:
+            return f"field {name!r} must be a multiple of {rule.multiple_of} ({rule.why}), got {value}"
         return None
     if rule.kind == "probability":
         if not _number(value) or not 0 <= value <= 1:
@@ -149,7 +157,7 @@ def check_config(
         ConfigError: the first problem found.
     """
     for name, rule in rules.fields.items():
-        if name not in config:
+        if name not in config or (rule.when is not None and config.get(rule.when) is not True):
             continue
         found = problem(name, rule, config[name])
         if found:

@@ -7,6 +7,7 @@ Building the module is :mod:`bertgraph.model.build`'s job.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -90,6 +91,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         if name not in fields and value is not None:
             kind = "string" if isinstance(value, str) else "count"
             fields[name] = Field(kind, default=value)
+    for name, rule in family.fields.items():
+        fields[name] = replace(rule, default=defaults.get(name))
     for name in config or {}:
         if name.endswith(_PROBABILITY_SUFFIXES):
             fields.setdefault(name, Field("probability", nullable=True))
@@ -186,9 +189,9 @@ class ModelSpec:
 
     @property
     def max_positions(self) -> int | None:
-        """The longest sequence the model has positions for (None: relative positions only)."""
-        value = self.family.size(self.config, "max_position")
-        return int(value) if value is not None else None
+        """The longest sequence the model can take (None: relative positions only): its learned
+        positions less those it skips (:meth:`Family.usable_positions`, RoBERTa's 512 of 514)."""
+        return self.family.usable_positions(self.config)
 
     def weights_file(self) -> Path | None:
         """The checkpoint this spec would load real weights from, if any."""
@@ -301,10 +304,42 @@ def resolve(
         config_path=config_path,
         overrides=clean,
     )
+    if spec.max_positions is not None and spec.max_positions < 1:
+        name = family.sizes["max_position"]
+        raise ConfigError(f"{origin}: {_positions(spec)} leaves no position for a token; raise {name}")
     if seq_len is None:
         seq_len = min(DEFAULT_SEQ_LEN, spec.max_positions or DEFAULT_SEQ_LEN)
     _validate_example(spec, batch, seq_len)
     return replace(spec, seq_len=seq_len)
+
+
+def reference_files(reference: str) -> list[Path]:
+    """The files a command reads for a local model reference (none for a preset or hub id):
+    the .onnx file, or the config.json and the checkpoint files beside it (an index's shards too).
+
+    Found without reading or checking anything, so an output path can be compared with them
+    before any work; :func:`resolve` reports what is wrong with them.
+    """
+    try:
+        path = expand_user(reference)
+    except BertgraphError:
+        return []
+    kind = path_kind(path).kind
+    if kind == "file" and path.suffix.lower() != ".json":
+        return [path]
+    if kind not in ("file", "directory"):
+        return []
+    folder = path if kind == "directory" else path.parent
+    files = [path if kind == "file" else folder / "config.json"]
+    for name in (*SAFETENSORS_FILES, *PICKLE_FILES):
+        candidate = folder / name
+        files.append(candidate)
+        if name.endswith(".index.json") and path_kind(candidate).kind == "file":
+            from bertgraph.model.checkpoint import read_index
+
+            with contextlib.suppress(BertgraphError):
+                files += [folder / shard for shard in sorted(set(read_index(candidate).values()))]
+    return files
 
 
 def family_for(config: Mapping[str, Any], origin: Path) -> Family:
@@ -327,6 +362,11 @@ def _flag(option: str) -> str:
 
 def _locate(reference: str) -> tuple[str, str, dict[str, Any], Path | None, Path | None]:
     """(name, source, config, config path, weights directory) for a reference."""
+    if not reference.strip():
+        raise ModelReferenceError(
+            "MODEL is empty; give a preset such as bert-base-uncased, a directory with config.json, "
+            "a config.json file or an .onnx file"
+        )
     try:
         path = expand_user(reference)
     except BertgraphError as error:
@@ -508,6 +548,7 @@ def validate_config(
     family = family or family_for(config, origin)
     rules = rules_for(family, config["model_type"], config)
     check_config(config, rules, lambda name: set_by.get(name, str(origin)), prepare=lambda c: _fill(c, family))
+    _check_rope(config, origin)
     labels = config.get("id2label")
     if isinstance(labels, dict):
         if not all(isinstance(k, str) and k.strip().isdigit() for k in labels):
@@ -520,6 +561,33 @@ def validate_config(
         eos = config.get("eos_token_id")
         eos = eos[0] if isinstance(eos, list) and eos else eos
         config["pad_token_id"] = eos if isinstance(eos, int) and not isinstance(eos, bool) else 0
+
+
+# transformers' rotary kinds (modeling_rope_utils.ROPE_INIT_FUNCTIONS and "default"); a test keeps them in step.
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+
+
+def _check_rope(config: Mapping[str, Any], origin: Path) -> None:
+    """A rotary-scaling kind transformers does not know is named, not left to a bare KeyError."""
+    for name in ("rope_scaling", "rope_parameters"):
+        value = config.get(name)
+        parts = (
+            value.values() if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()) else [value]
+        )
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("rope_type", part.get("type", "default"))
+            if kind not in ROPE_TYPES:
+                raise ConfigError(
+                    f"{origin}: {name} has rope_type {_short(kind)}, which transformers does not know; "
+                    f"use one of: {', '.join(ROPE_TYPES)}"
+                )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
 
 
 def _fill(config: dict[str, Any], family: Family) -> None:
@@ -537,8 +605,19 @@ def _validate_example(spec: ModelSpec, batch: int, seq_len: int) -> None:
             raise ConfigError(found.replace(f"field {flag!r}", flag))
     limit = spec.max_positions
     if limit is not None and seq_len > limit:
-        name = spec.family.sizes["max_position"]
-        raise ConfigError(f"--seq-len {seq_len} is above {name} {limit}; use --seq-len {limit} or less")
+        raise ConfigError(f"--seq-len {seq_len} is above {_positions(spec)}; use --seq-len {limit} or less")
+
+
+def _positions(spec: ModelSpec) -> str:
+    """``max_position_embeddings 512``, or for RoBERTa ``the 512 positions roberta-base can use (…)``."""
+    name = spec.family.sizes["max_position"]
+    offset = spec.family.position_offset(spec.config)
+    if not offset:
+        return f"{name} {spec.max_positions}"
+    return (
+        f"the {spec.max_positions} positions {spec.name} can use ({name} {spec.config[name]}, counted from "
+        f"{spec.family.positions_after} + 1 = {offset})"
+    )
 
 
 def _find_weights(directory: Path) -> tuple[Path | None, Path | None]:

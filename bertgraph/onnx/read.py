@@ -242,9 +242,47 @@ def ours(model: onnx.ModelProto) -> dict[str, str]:
 def _json(meta: dict[str, str], key: str, default: Any) -> Any:
     try:
         value = json.loads(meta[key])
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, RecursionError):
         return default
     return value if isinstance(value, type(default)) else default
+
+
+def _json_map(meta: dict[str, str], key: str, values: str) -> dict[str, Any]:
+    """A metadata object of ``values`` (``count``: whole numbers ≥ 0, ``size``: > 0; ``name``: strings).
+
+    Damaged metadata is ignored entry by entry: a list where a name should be, a string
+    where a number should be, is not a fact about the model.
+    """
+    found = _json(meta, key, {})
+    if values in ("count", "size"):
+        least = 1 if values == "size" else 0
+        return {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool) and v >= least}
+    return {k: v for k, v in found.items() if isinstance(v, str)}
+
+
+DEFAULT_BATCH, DEFAULT_SEQUENCE = 1, 128  # bertgraph's own example size
+
+
+def sized_example(graph: nx.DiGraph, batch: int | None = None, seq: int | None = None) -> dict[str, int]:
+    """The example sizes of an ONNX graph with every symbolic input dimension given one.
+
+    Another exporter names its dimensions as it likes (``batch_size``, ``sequence``); the
+    first dimension of an input is its batch, a later one its sequence. ``batch`` and ``seq``
+    (``--batch``, ``--seq-len``) size them; without them the recorded example, else 1 and 128.
+    """
+    example = dict(graph.graph.get(g.G_EXAMPLE, {}))
+    for _, data in sorted(graph.nodes(data=True), key=lambda item: item[1].get(g.ORDER, 0)):
+        if data.get(g.KIND) != g.INPUT:
+            continue
+        for index, dim in enumerate(data.get(g.SHAPE) or []):
+            if not isinstance(dim, str) or not dim:
+                continue
+            given, default = (batch, DEFAULT_BATCH) if index == 0 else (seq, DEFAULT_SEQUENCE)
+            if given is not None:
+                example[dim] = given
+            else:
+                example.setdefault(dim, default)
+    return example
 
 
 def module_of_node(props: dict[str, str], name: str) -> tuple[str, str]:
@@ -455,8 +493,8 @@ def module_table(
     for path in every:
         if path:
             children[path.rsplit(".", 1)[0] if "." in path else ""].append(path)
-    config = _json(meta, "config", {})
-    tied = _json(meta, "tied_parameters", {})
+    config = _json_map(meta, "config", "count")
+    tied = _json_map(meta, "tied_parameters", "name")
     table: dict[str, dict[str, str]] = {}
     for path in sorted(every, key=_path_key):
         kind = types.get(path, "")
@@ -538,11 +576,11 @@ def _graph_attributes(
         g.G_HEAD: meta.get("head", ""),
         g.G_SOURCE: "onnx",
         **_family_attributes(meta, modules),
-        g.G_CONFIG: _json(meta, "config", {}),
-        g.G_EXAMPLE: _json(meta, "example", {}),
+        g.G_CONFIG: _json_map(meta, "config", "count"),
+        g.G_EXAMPLE: _json_map(meta, "example", "size"),
         g.G_MODULES: modules,
         g.G_PARAMETERS: rows,
-        g.G_TIED: _json(meta, "tied_parameters", {}),
+        g.G_TIED: _json_map(meta, "tied_parameters", "name"),
         g.G_WEIGHTS: meta.get("weights", "onnx"),
         g.G_VERSIONS: {"bertgraph": __version__, "onnx": onnx.__version__, "producer": producer},
     }
@@ -564,7 +602,7 @@ def _family_attributes(meta: dict[str, str], modules: dict[str, dict[str, str]])
     family = family_of(meta.get("model_type", ""))
     if family is None or meta.get("family") != family.name:
         return found
-    stacks = _json(meta, "stacks", {})
+    stacks = _json_map(meta, "stacks", "name")
     found.update(
         {
             g.G_FAMILY: family.name,

@@ -149,17 +149,15 @@ def sequence_limit(spec: ModelSpec) -> int:
     514 positions are never used); relative or rotary positions bound it only by
     ``MAX_SEQUENCE``.
     """
-    limit = spec.max_positions
+    limit = spec.max_positions  # the usable positions: the family record knows RoBERTa's offset
     if limit is None:
         return MAX_SEQUENCE
-    return max(2, limit - position_offset(spec))
+    return max(2, limit)
 
 
 def position_offset(spec: ModelSpec) -> int:
-    """Positions a family's embedding skips: RoBERTa-like models start after the padding index."""
-    if spec.family.name in ("roberta", "mpnet"):
-        return int(spec.config.get("pad_token_id", 1) or 0) + 1
-    return 0
+    """Positions a family's embedding skips (RoBERTa-like models start after the padding index)."""
+    return spec.family.position_offset(spec.config)
 
 
 MAX_SEQUENCE = 4096

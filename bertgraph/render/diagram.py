@@ -365,13 +365,15 @@ class _Labeller:
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
             lines += [attention] if attention else []
             tooltip = (
-                f"operations of {display_name(module, self.backbone) or 'the model'} "
-                f"({data.get(g.MODULE_TYPE, '')}): {', '.join(ops)}\noutput {shape_text}"
+                f"operations of {display_name(module, self.backbone) or 'the model'}"
+                + (f" ({data[g.MODULE_TYPE]})" if data.get(g.MODULE_TYPE) else "")
+                + f": {', '.join(ops)}\noutput {shape_text}"
             )
             return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
         info = self.info(module)
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
-        type_line = module_type + (f" × {repeat}" if repeat > 1 else "")
+        # A file may not name its module types (TorchScript-exported ONNX): then the line says the rest, or nothing.
+        type_line = (module_type + (f" × {repeat}" if repeat > 1 else "")).strip()
         calls = self.shared.get(lookup_path(module), 1)
         if calls > 1:
             type_line = f"{module_type} × {calls} · shared weights"
@@ -386,7 +388,7 @@ class _Labeller:
         if period:
             module_lines.insert(1, f"a pattern of {period[0]} layers, repeated")
         module_lines += [attention] if attention else []
-        tooltip = f"{display_name(module, self.backbone) or 'model'} ({module_type})"
+        tooltip = f"{display_name(module, self.backbone) or 'model'}" + (f" ({module_type})" if module_type else "")
         if calls > 1:
             tooltip += f"\none module run {calls} times: its parameters are counted once"
         if repeat > 1 and period:
@@ -397,12 +399,13 @@ class _Labeller:
         else:
             tooltip += f"\n{figures.count(params)} parameters"
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
-        return Node(node_id, self.short_name(module), tuple(module_lines), tooltip + fold_note, kind, "module")
+        lines = tuple(line for line in module_lines if line)  # an empty line is an empty <font>, which DOT refuses
+        return Node(node_id, self.short_name(module), lines, tooltip + fold_note, kind, "module")
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
         repeat = repeat_of(path)
-        title = f"{self.short_name(path)} · {info.get('type', '')}"
+        title = " · ".join(part for part in (self.short_name(path), info.get("type", "")) if part)
         calls = self.shared.get(lookup_path(path), 1)
         if calls > 1:
             title += f" × {calls} · shared weights"
@@ -608,11 +611,12 @@ def build_diagram(
     for key, cluster in clusters.items():
         params = cluster_params.get(key, 0)
         if cluster.role == BACKBONE:
-            name = f"{backbone} ({backbone_type})" if backbone else backbone_type
+            name = f"{backbone} ({backbone_type})" if backbone and backbone_type else backbone or backbone_type
             structure = roles.structure(graph)
             title = f"{structure} backbone · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
-            title = f"task head · {graph.graph.get(g.G_HEAD, '')} · {_params_line(params, 1)}"
+            parts = ("task head", graph.graph.get(g.G_HEAD, ""), _params_line(params, 1))
+            title = " · ".join(part for part in parts if part)
         else:
             title = labeller.cluster_title(key[len(prefix) :], params)
         diagram.clusters.append(

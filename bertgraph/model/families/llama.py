@@ -21,6 +21,7 @@ from bertgraph.model.families.record import (
     Variant,
     frozen,
 )
+from bertgraph.model.fields import Field
 
 # Published config.json of each preset: the fields that shape the model.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -176,4 +177,15 @@ FAMILY = Family(
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
     uses="generating text: chat, instruction following, code (LLaMA, Qwen)",
+    fields=frozen(
+        {
+            "head_dim": Field("count", nullable=True, multiple_of=2, why="rotary positions turn pairs of dimensions"),
+            "mlp_bias": Field("boolean"),
+            "attention_bias": Field("boolean"),
+            "use_sliding_window": Field("boolean"),
+            # Qwen2/3 read the window only when it is switched on; then it must be a size.
+            "sliding_window": Field("count", nullable=True, when="use_sliding_window"),
+            "max_window_layers": Field("count", minimum=0, when="use_sliding_window"),
+        }
+    ),
 )

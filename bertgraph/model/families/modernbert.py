@@ -21,6 +21,7 @@ from bertgraph.model.families.record import (
     Variant,
     frozen,
 )
+from bertgraph.model.fields import Field
 
 # Published config.json of each preset: the fields that shape the model.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -119,4 +120,6 @@ FAMILY = Family(
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
     uses="a long-context encoder (8,192 tokens): retrieval, classification, code",
+    # Local layers attend local_attention // 2 tokens each side: fewer than 2 is no window.
+    fields=frozen({"local_attention": Field("count", minimum=2)}),
 )

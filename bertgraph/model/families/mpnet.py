@@ -75,4 +75,5 @@ FAMILY = Family(
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
     uses="sentence embeddings and semantic search (all-mpnet-base-v2), classification",
+    positions_after="pad_token_id",  # position ids count from padding_idx + 1
 )

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from bertgraph.model.fields import Field
+
 ENCODER_ONLY = "encoder-only"
 DECODER_ONLY = "decoder-only"
 ENCODER_DECODER = "encoder-decoder"
@@ -169,6 +171,11 @@ class Family:
         presets: preset name → published config.json (with ``model_type``).
         hub_ids: hub id → preset name.
         uses: what models of the family are typically used for (the families table's last column).
+        fields: rules for other config fields the family's models read (a window size, a
+            bias switch), checked with the sizes; the variant's default, if any, still applies.
+        positions_after: the config field after whose value learned positions start
+            (RoBERTa's ``pad_token_id``: positions count from ``pad_token_id + 1``, so
+            roberta-base uses 512 of its 514); ``None``: they start at 0.
     """
 
     name: str
@@ -188,6 +195,8 @@ class Family:
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     hub_ids: Mapping[str, str] = field(default_factory=dict)
     uses: str = ""
+    fields: Mapping[str, Field] = field(default_factory=dict)
+    positions_after: str | None = None
 
     # --- classes ------------------------------------------------------------------------------
     def class_name(self, model_type: str, head: str) -> str:
@@ -223,6 +232,23 @@ class Family:
         """A size from a complete config (``None`` when the family has no such size)."""
         fieldname = self.sizes.get(name)
         return None if fieldname is None else config.get(fieldname)
+
+    def position_offset(self, config: Mapping[str, Any]) -> int:
+        """Learned positions the embedding never uses: ``positions_after``'s value + 1, else 0.
+
+        transformers' default padding index of these families is 1; ``null`` means none (0).
+        """
+        if self.positions_after is None:
+            return 0
+        return int(config.get(self.positions_after, 1) or 0) + 1
+
+    def usable_positions(self, config: Mapping[str, Any]) -> int | None:
+        """The longest sequence the model can take (None: no learned positions bound it).
+
+        The one place validation, tracing, cost, ONNX export and verification read it from.
+        """
+        limit = self.size(config, "max_position")
+        return None if limit is None else int(limit) - self.position_offset(config)
 
     def stack_layers(self, stack: Stack, config: Mapping[str, Any]) -> int:
         return int(self.size(config, stack.size))

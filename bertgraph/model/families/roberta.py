@@ -130,4 +130,5 @@ FAMILY = Family(
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
     uses="understanding text (BERT trained longer): classification, tagging, QA; XLM-R and CamemBERT: other languages",
+    positions_after="pad_token_id",  # position ids count from padding_idx + 1
 )
