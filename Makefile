@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all system python node gallery test bench mutate
+.PHONY: all system python node gallery test test-full bench mutate
 
 all: system python node gallery
 
@@ -35,6 +35,11 @@ gallery: python
 
 test: python
 	$(BIN)/python -m pytest -n 2 -q
+
+# The test suite with every family × head ONNX export (the default exports each head of each
+# structure and each family at least once).
+test-full: python
+	BERTGRAPH_FULL_MATRIX=1 $(BIN)/python -m pytest -n 2 -q
 
 # Side-by-side measurements against torchview, torchinfo and bare torch.export (not part of the tests).
 bench: python
