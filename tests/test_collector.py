@@ -23,7 +23,9 @@ def collecting() -> Iterator[None]:
     gc.enable()
     gc.unfreeze()  # a docs build in this process may have set torch's objects aside
     yield
-    if not was:
+    if was:  # a test may have turned it off: the next test in this worker finds it as it was
+        gc.enable()
+    else:
         gc.disable()
 
 
