@@ -23,7 +23,6 @@ from bertgraph.graph.facts.attention import ATTENTION_OPS, SCORE_OPS, SDPA_MASK,
 from bertgraph.graph.facts.walk import argument, literal, op, operators, stack_of
 from bertgraph.graph.poly import Poly, PolyError
 
-
 _TENSOR = ("Tensor", "Optional[Tensor]")
 
 

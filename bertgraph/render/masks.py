@@ -18,6 +18,8 @@ FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 ALLOWED, MASKED, PADDING = "#2b6cb0", "#cbd5e0", "#f6ad55"
 LEGEND = ((ALLOWED, "allowed"), (MASKED, "masked"), (PADDING, "masked: padding"))
 CELL = 14  # points per grid cell
+_FIXED = f'WIDTH="{CELL + 2}" HEIGHT="{CELL}" FIXEDSIZE="TRUE"'  # an index cell
+_SQUARE = f'WIDTH="{CELL}" HEIGHT="{CELL}" FIXEDSIZE="TRUE"'  # a mask or legend cell
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,10 @@ def _grid(mask: Mask) -> str:
     """One mask as a table: a title row, key indices, then a query index and a cell per key."""
     keys = len(mask.key_padding)
     head = "".join(_index(k, mask.key_padding[k]) for k in range(keys))
-    rows = [
-        f'<TR><TD WIDTH="{CELL + 2}" HEIGHT="{CELL}" FIXEDSIZE="TRUE"><FONT POINT-SIZE="8">q\\k</FONT></TD>{head}</TR>'
-    ]
+    rows = [f'<TR><TD {_FIXED}><FONT POINT-SIZE="8">q\\k</FONT></TD>{head}</TR>']
     for q in range(len(mask.allowed)):
         cells = "".join(
-            f'<TD WIDTH="{CELL}" HEIGHT="{CELL}" FIXEDSIZE="TRUE" BORDER="1" COLOR="white" '
-            f'BGCOLOR="{cell_colour(mask, q, k)}"></TD>'
-            for k in range(keys)
+            f'<TD {_SQUARE} BORDER="1" COLOR="white" BGCOLOR="{cell_colour(mask, q, k)}"></TD>' for k in range(keys)
         )
         rows.append(f"<TR>{_index(q, mask.query_padding[q])}{cells}</TR>")
     # Fixed in size: a long title would otherwise spread the grid's columns apart.
@@ -72,13 +70,13 @@ def _grid(mask: Mask) -> str:
 
 def _index(position: int, padding: bool) -> str:
     text = f"{position}p" if padding else str(position)
-    return f'<TD WIDTH="{CELL + 2}" HEIGHT="{CELL}" FIXEDSIZE="TRUE"><FONT POINT-SIZE="8" COLOR="{"#b7791f" if padding else "#4a5568"}">{text}</FONT></TD>'
+    colour = "#b7791f" if padding else "#4a5568"
+    return f'<TD {_FIXED}><FONT POINT-SIZE="8" COLOR="{colour}">{text}</FONT></TD>'
 
 
 def _legend() -> str:
     cells = "".join(
-        f'<TD WIDTH="{CELL}" HEIGHT="{CELL}" FIXEDSIZE="TRUE" BGCOLOR="{colour}"></TD><TD ALIGN="LEFT">{dot_html(text)}</TD>'
-        for colour, text in LEGEND
+        f'<TD {_SQUARE} BGCOLOR="{colour}"></TD><TD ALIGN="LEFT">{dot_html(text)}</TD>' for colour, text in LEGEND
     )
     note = "rows: queries, columns: keys; p: a padding token; layers count from 0"
     return f'<TABLE BORDER="0" CELLSPACING="4"><TR>{cells}<TD ALIGN="LEFT">{dot_html(note)}</TD></TR></TABLE>'
@@ -88,7 +86,7 @@ def dot_source(models: Sequence[ModelMasks], dpi: int | None = None) -> str:
     """The figure as DOT: a legend, then one row of grids per model."""
     lines = [
         "digraph masks {",
-        f'  graph [rankdir=TB, bgcolor="white", fontname="Helvetica", nodesep=0.3, ranksep=0.25{f", dpi={dpi}" if dpi else ""}];',
+        f'  graph [rankdir=TB, bgcolor="white", nodesep=0.3, ranksep=0.25{f", dpi={dpi}" if dpi else ""}];',
         '  node [shape=plaintext, fontname="Helvetica", fontsize=11, margin=0];',
         "  edge [style=invis];",
         f"  legend [label=<{_legend()}>];",
@@ -96,7 +94,8 @@ def dot_source(models: Sequence[ModelMasks], dpi: int | None = None) -> str:
     previous = "legend"
     for number, entry in enumerate(models):
         grids = "".join(f'<TD VALIGN="TOP">{_grid(mask)}</TD>' for mask in entry.masks)
-        header = f'<TR><TD ALIGN="LEFT" COLSPAN="{max(1, len(entry.masks))}"><FONT POINT-SIZE="14"><B>{dot_html(entry.model)}</B></FONT></TD></TR>'
+        name = f'<FONT POINT-SIZE="14"><B>{dot_html(entry.model)}</B></FONT>'
+        header = f'<TR><TD ALIGN="LEFT" COLSPAN="{max(1, len(entry.masks))}">{name}</TD></TR>'
         label = f'<TABLE BORDER="0" CELLSPACING="8">{header}<TR>{grids or "<TD>no attention</TD>"}</TR></TABLE>'
         lines.append(f"  model{number} [label=<{label}>];")
         lines.append(f"  {previous} -> model{number};")
