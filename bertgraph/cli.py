@@ -616,22 +616,28 @@ def cmd_onnx(args: argparse.Namespace) -> int:
     return 0
 
 
+def _output_format(args: argparse.Namespace, formats: tuple[str, ...], own: dict[str, str], suffixes: str) -> str:
+    """The format --format names or the output's suffix implies (``own`` first, then the figures')."""
+    from bertgraph.render import SUFFIX_FORMATS
+
+    suffix = args.output.suffix.lower()
+    implied = own.get(suffix) or SUFFIX_FORMATS.get(suffix)
+    fmt = args.format or implied
+    if fmt not in formats:
+        raise UsageError(f"cannot tell the format of {args.output.name}; use {suffixes}, or pass --format")
+    if args.format and implied and implied != args.format:
+        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    return str(fmt)
+
+
 def cmd_families(args: argparse.Namespace) -> int:
     from bertgraph.api import load
     from bertgraph.files import check_writable
     from bertgraph.model import resolve
-    from bertgraph.render import SUFFIX_FORMATS, graphviz_run
+    from bertgraph.render import graphviz_run
     from bertgraph.render.families import DEFAULT_MODELS, write_families
 
-    suffix = args.output.suffix.lower()
-    implied = "markdown" if suffix == ".md" else SUFFIX_FORMATS.get(suffix)
-    fmt = args.format or implied
-    if fmt not in FAMILIES_FORMATS:
-        raise UsageError(
-            f"cannot tell the format of {args.output.name}; use .svg .png .pdf .dot .mmd or .md, or pass --format"
-        )
-    if args.format and implied and implied != args.format:
-        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd or .md")
     if args.table is not None:
         if args.table.suffix.lower() != ".md":
             raise UsageError(f"--table writes Markdown: name a .md file, not {args.table.name}")
@@ -660,18 +666,10 @@ def cmd_masks(args: argparse.Namespace) -> int:
     from bertgraph.files import check_writable, write_atomic
     from bertgraph.graph.masks import Example, model_masks
     from bertgraph.model import resolve
-    from bertgraph.render import SUFFIX_FORMATS, graphviz_run
+    from bertgraph.render import graphviz_run
     from bertgraph.render import masks as draw
 
-    suffix = args.output.suffix.lower()
-    implied = {".md": "markdown", ".json": "json"}.get(suffix) or SUFFIX_FORMATS.get(suffix)
-    fmt = args.format or implied
-    if fmt not in MASKS_FORMATS:
-        raise UsageError(
-            f"cannot tell the format of {args.output.name}; use .svg .png .pdf .dot .json or .md, or pass --format"
-        )
-    if args.format and implied and implied != args.format:
-        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    fmt = _output_format(args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md")
     example = Example(args.seq_len, args.pad, args.decoder_len)
     if args.pad >= min(args.seq_len, example.target_len):
         raise UsageError(f"--pad {args.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
