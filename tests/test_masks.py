@@ -122,7 +122,8 @@ def test_cli_json_is_the_evaluated_masks(tmp_path: Path, traced: Callable[..., A
     assert stacks == {("encoder", 6, 6), ("decoder", 4, 4), ("cross", 4, 6)}
     (causal,) = data["models"][0]["masks"]
     assert causal["stack"] == "decoder" and causal["layers"] == [0, 1, 2]
-    assert causal["allowed"][4] == [1, 1, 1, 1, 1, 0]  # its own key and those before; not the padding
+    assert causal["allowed"][4] == [1, 1, 1, 1, 1, 0]  # its own key and those before
+    assert causal["allowed"][5] == [1, 1, 1, 1, 1, 0]  # the padding query: every real key, not itself
 
 
 def test_cli_page_and_figure(tmp_path: Path, dot_binary: str) -> None:
