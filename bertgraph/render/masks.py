@@ -105,8 +105,12 @@ def dot_source(models: Sequence[ModelMasks], dpi: int | None = None) -> str:
 
 
 def json_text(models: Sequence[ModelMasks]) -> str:
-    data = {"models": [{"model": entry.model, "masks": [mask.as_json() for mask in entry.masks]} for entry in models]}
-    return json.dumps(data, indent=1) + "\n"
+    """``{"models": [{"model", "masks": [...]}]}``, one line per mask, so a grid stays readable."""
+    entries = []
+    for entry in models:
+        masks = ",\n".join(f"    {json.dumps(mask.as_json())}" for mask in entry.masks)
+        entries.append(f'  {{"model": {json.dumps(entry.model)}, "masks": [\n{masks}\n  ]}}')
+    return '{"models": [\n' + ",\n".join(entries) + "\n]}\n"
 
 
 def markdown_page(models: Sequence[ModelMasks], svg_name: str, example: str) -> str:
