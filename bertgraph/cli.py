@@ -36,6 +36,7 @@ HEAD_NAMES = (
 )
 DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
 FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
+MASKS_FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
 COST_DTYPES = ("float32", "float16", "bfloat16")
 ANNOTATIONS = ("params", "flops", "memory")
@@ -252,6 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
     _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
+
+    masks = commands.add_parser(
+        "masks",
+        help="every distinct attention mask the models compute, on a padded example",
+        description="Evaluate each attention op's mask from the trace — the model's own mask ops run on "
+        "an example of --seq-len tokens whose last --pad are padding — and draw one grid per distinct "
+        "mask: query rows, key columns, allowed / masked / padding.",
+    )
+    masks.add_argument("models", nargs="+", metavar="MODEL", help="presets, config folders or hub ids")
+    masks.add_argument("--seq-len", type=_at_least(1), default=8, metavar="N", help="tokens in the example (default 8)")
+    masks.add_argument(
+        "--pad", type=_non_negative, default=2, metavar="K", help="padding tokens at its end (default 2)"
+    )
+    masks.add_argument(
+        "--decoder-len", type=_at_least(1), metavar="M", help="an encoder-decoder's decoder tokens (default N)"
+    )
+    masks.add_argument("--format", choices=MASKS_FORMATS, help="default: from the output suffix")
+    masks.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
+    masks.add_argument("--debug", action="store_true", help="show tracebacks")
+    _output(masks, True, "output file (.svg .png .pdf .dot .json, or .md: the page, with the .svg beside it)")
 
     gallery = commands.add_parser("gallery", help="regenerate the example diagrams and report")
     gallery.add_argument(
@@ -646,21 +667,27 @@ def cmd_onnx(args: argparse.Namespace) -> int:
     return 0
 
 
+def _output_format(args: argparse.Namespace, formats: tuple[str, ...], own: dict[str, str], suffixes: str) -> str:
+    """The format --format names or the output's suffix implies (``own`` first, then the figures')."""
+    from bertgraph.render import SUFFIX_FORMATS
+
+    suffix = args.output.suffix.lower()
+    implied = own.get(suffix) or SUFFIX_FORMATS.get(suffix)
+    fmt = args.format or implied
+    if fmt not in formats:
+        raise UsageError(f"cannot tell the format of {args.output.name}; use {suffixes}, or pass --format")
+    if args.format and implied and implied != args.format:
+        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    return str(fmt)
+
+
 def cmd_families(args: argparse.Namespace) -> int:
     from bertgraph.api import load
     from bertgraph.model import resolve
-    from bertgraph.render import SUFFIX_FORMATS, graphviz_run
+    from bertgraph.render import graphviz_run
     from bertgraph.render.families import DEFAULT_MODELS, write_families
 
-    suffix = args.output.suffix.lower()
-    implied = "markdown" if suffix == ".md" else SUFFIX_FORMATS.get(suffix)
-    fmt = args.format or implied
-    if fmt not in FAMILIES_FORMATS:
-        raise UsageError(
-            f"cannot tell the format of {args.output.name}; use .svg .png .pdf .dot .mmd or .md, or pass --format"
-        )
-    if args.format and implied and implied != args.format:
-        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd or .md")
     if args.table is not None:
         if args.table.suffix.lower() != ".md":
             raise UsageError(f"--table writes Markdown: name a .md file, not {args.table.name}")
@@ -678,6 +705,47 @@ def cmd_families(args: argparse.Namespace) -> int:
         graphs, args.output, fmt, depth=args.depth, theme=args.theme or "light", table=args.table, warn=_warn
     )
     for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_masks(args: argparse.Namespace) -> int:
+    from bertgraph.api import load
+    from bertgraph.files import check_writable, write_atomic
+    from bertgraph.graph.masks import Example, model_masks
+    from bertgraph.model import resolve
+    from bertgraph.render import graphviz_run
+    from bertgraph.render import masks as draw
+
+    fmt = _output_format(args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md")
+    example = Example(args.seq_len, args.pad, args.decoder_len)
+    if args.pad >= min(args.seq_len, example.target_len):
+        raise UsageError(f"--pad {args.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
+    svg = args.output.with_suffix(".svg") if fmt == "markdown" else None
+    if svg is not None and svg.resolve() == args.output.resolve():
+        raise UsageError("the Markdown page needs a name ending in .md")
+    check_writable(args.output)
+    if svg is not None:
+        check_writable(svg)
+    if fmt in graphviz_run.FORMATS or svg is not None:
+        graphviz_run.require_dot(args.output)
+    specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
+    found = [
+        draw.ModelMasks(model, tuple(model_masks(load(spec, use_cache=not args.no_cache).graph, example)))
+        for model, spec in zip(args.models, specs)
+    ]
+    outputs: list[tuple[Path, str | bytes]] = []
+    if fmt == "json":
+        outputs.append((args.output, draw.json_text(found)))
+    elif svg is not None:
+        words = f"{args.seq_len} tokens, the last {args.pad} padding"
+        if any(mask.stack == "cross" for entry in found for mask in entry.masks):
+            words += f"; {example.target_len} decoder tokens, the last {args.pad} padding"
+        outputs += [(svg, draw.figure(found, "svg")), (args.output, draw.markdown_page(found, svg.name, words))]
+    else:
+        outputs.append((args.output, draw.figure(found, fmt)))
+    for path, data in outputs:  # everything computed before anything is written
+        write_atomic(path, data)
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -700,6 +768,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "graph": cmd_graph,
     "onnx": cmd_onnx,
     "families": cmd_families,
+    "masks": cmd_masks,
     "gallery": cmd_gallery,
 }
 

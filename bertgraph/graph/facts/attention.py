@@ -85,6 +85,11 @@ def attention_facts(graph: nx.DiGraph, node: str) -> dict[str, Any]:
 def mask_conditions(graph: nx.DiGraph, start: str) -> list[str]:
     """The boolean nodes that decide a mask: ``start`` itself when boolean, else those reached
     back through the score arithmetic (``where``'s condition, ``masked_fill``'s mask)."""
+    return mask_walk(graph, start)[0]
+
+
+def mask_walk(graph: nx.DiGraph, start: str) -> tuple[list[str], set[str]]:
+    """:func:`mask_conditions` and every node the walk passed on the way (the score arithmetic)."""
     found: list[str] = []
     seen: set[str] = set()
     todo = [start]
@@ -107,7 +112,7 @@ def mask_conditions(graph: nx.DiGraph, start: str) -> list[str]:
                 todo.extend([scores] if scores is not None else [])
         elif name in SCORE_OPS:
             todo.extend(str(source) for source in graph.predecessors(node))
-    return sorted(found, key=lambda n: graph.nodes[n].get(g.ORDER, 0))
+    return sorted(found, key=lambda n: graph.nodes[n].get(g.ORDER, 0)), seen
 
 
 def condition_nodes(graph: nx.DiGraph, conditions: list[str]) -> tuple[set[str], list[str]]:
