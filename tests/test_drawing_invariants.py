@@ -190,3 +190,28 @@ def test_summary_folds_siblings_in_index_order_whatever_the_tables_order(tiny_gr
     shuffled = graph.copy()
     shuffled.graph[g.G_MODULES] = dict(reversed(list(graph.graph[g.G_MODULES].items())))
     assert summary_folds(shuffled, 4) == summary_folds(graph, 4) != set()
+
+
+# --- shapes on edges --------------------------------------------------------------------------
+
+GROUPED_QUERY = ("llama", "qwen2", "qwen3")
+
+
+@pytest.mark.parametrize("model_type", GROUPED_QUERY)
+def test_grouped_query_k_and_v_edges_show_the_key_value_heads(
+    model_type: str, tiny_graph: TinyGraph, dot_binary: str
+) -> None:
+    # The anatomy bridges over layout ops, a head repeat (unsqueeze, expand, reshape) among them:
+    # K and V both reach attention's own ops at the key/value heads, not one before and one after.
+    config = TINY[model_type]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    assert kv_heads < heads
+    layout = lay_out(build_diagram(annotated(tiny_graph, model_type, "base"), 3))
+    into_attention = {
+        tail.rsplit(".", 1)[-1]: label
+        for (tail, head), label in layout.labels.items()
+        if head.endswith("self_attn:ops") and tail.rsplit(".", 1)[-1] in ("k_proj", "k_norm", "v_proj")
+    }
+    assert {"v_proj"} < set(into_attention) <= {"k_proj", "k_norm", "v_proj"}, into_attention
+    head_dim = config.get("head_dim", config["hidden_size"] // heads)
+    assert set(into_attention.values()) == {f"[batch, {kv_heads}, seq, {head_dim}]"}, into_attention
