@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 
@@ -32,11 +32,12 @@ class Box:
 
 @dataclass(frozen=True)
 class Layout:
-    """Node centres and cluster boxes by the diagram's ids; edges as (source, target, style)."""
+    """Node centres and cluster boxes by the diagram's ids; edges as (source, target, style) with their labels."""
 
     centres: dict[str, tuple[float, float]]
     clusters: dict[str, Box]
     edges: list[tuple[str, str, str]]
+    labels: dict[tuple[str, str], str] = field(default_factory=dict)  # the text Graphviz set on each edge
 
 
 def lay_out(diagram: Diagram, theme: str = "light") -> Layout:
@@ -62,12 +63,13 @@ def lay_out(diagram: Diagram, theme: str = "light") -> Layout:
             cluster = by_dot.get(name[len("cluster_") :], name)
             clusters[cluster.removeprefix("cluster ")] = Box(left, bottom, right, top)
     style = {(e.source, e.target): e.style for e in diagram.edges}
-    edges = []
+    edges, labels = [], {}
     for edge in data.get("edges", []):
         tail, head = names[edge["tail"]], names[edge["head"]]
         if (tail, head) in style:  # not the invisible edges that only order nodes
             edges.append((tail, head, style[tail, head]))
-    return Layout(centres, clusters, edges)
+            labels[tail, head] = str(edge.get("label") or edge.get("xlabel") or "").strip()
+    return Layout(centres, clusters, edges, labels)
 
 
 def cycles(diagram: Diagram) -> list[list[str]]:

@@ -190,3 +190,73 @@ def test_summary_folds_siblings_in_index_order_whatever_the_tables_order(tiny_gr
     shuffled = graph.copy()
     shuffled.graph[g.G_MODULES] = dict(reversed(list(graph.graph[g.G_MODULES].items())))
     assert summary_folds(shuffled, 4) == summary_folds(graph, 4) != set()
+
+
+# --- shapes on edges --------------------------------------------------------------------------
+
+GROUPED_QUERY = ("llama", "qwen2", "qwen3")
+
+
+@pytest.mark.parametrize("model_type", GROUPED_QUERY)
+def test_grouped_query_k_and_v_edges_show_the_key_value_heads(
+    model_type: str, tiny_graph: TinyGraph, dot_binary: str
+) -> None:
+    # The anatomy bridges over layout ops, a head repeat (unsqueeze, expand, reshape) among them:
+    # K and V both reach attention's own ops at the key/value heads, not one before and one after.
+    config = TINY[model_type]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    assert kv_heads < heads
+    layout = lay_out(build_diagram(annotated(tiny_graph, model_type, "base"), 3))
+    into_attention = {
+        tail.rsplit(".", 1)[-1]: label
+        for (tail, head), label in layout.labels.items()
+        if head.endswith("self_attn:ops") and tail.rsplit(".", 1)[-1] in ("k_proj", "k_norm", "v_proj")
+    }
+    assert {"v_proj"} < set(into_attention) <= {"k_proj", "k_norm", "v_proj"}, into_attention
+    head_dim = config.get("head_dim", config["hidden_size"] // heads)
+    assert set(into_attention.values()) == {f"[batch, {kv_heads}, seq, {head_dim}]"}, into_attention
+
+
+# --- role titles of position computations --------------------------------------------------------
+
+
+def drawn_texts(diagram: Diagram) -> list[str]:
+    """Every text line of the SVG Graphviz renders for the diagram."""
+    import html
+    import subprocess
+
+    from bertgraph.render import dot
+
+    source = "\n".join(dot.generate_lines(diagram, "light"))
+    svg = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=True).stdout.decode()
+    return [html.unescape(text).strip() for text in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+# Family → (the depth where its position computations are nodes, the titles the drawing must
+# show, how many attention masks it draws: the padding masks only, one per stack and kind).
+POSITION_TITLES: dict[str, tuple[int, set[str], int]] = {
+    "deberta-v2": (2, {"relative-position embeddings", "relative position buckets"}, 1),
+    "mpnet": (2, {"relative position buckets", "relative position bias"}, 1),
+    "t5": (3, {"relative position buckets", "relative position bias"}, 3),
+}
+
+
+def check_position_titles(graph: nx.DiGraph, depth: int, wanted: set[str], masks: int) -> None:
+    texts = drawn_texts(build_diagram(graph, depth))
+    assert wanted <= set(texts), wanted - set(texts)
+    assert texts.count("attention mask") == masks + 1  # and the legend's swatch
+
+
+@pytest.mark.parametrize("model_type", sorted(POSITION_TITLES))
+def test_relative_position_computations_are_titled_by_role(
+    model_type: str, tiny_graph: TinyGraph, dot_binary: str
+) -> None:
+    check_position_titles(annotated(tiny_graph, model_type, "base"), *POSITION_TITLES[model_type])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "model_type"), [("deberta-v3-base", "deberta-v2"), ("all-mpnet-base-v2", "mpnet")])
+def test_the_presets_relative_positions_are_titled_by_role(
+    name: str, model_type: str, traced: Callable[..., bertgraph.Architecture], dot_binary: str
+) -> None:
+    check_position_titles(traced(name).graph, *POSITION_TITLES[model_type])

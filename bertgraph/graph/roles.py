@@ -48,6 +48,7 @@ __all__ = [
     "SELF_ATTENTION",
     "STACK",
     "lookup_path",
+    "module_title",
     "role_of",
     "stack_kinds",
     "structure",
@@ -74,6 +75,20 @@ def role_of(graph: nx.DiGraph, path: str) -> str:
     if info and info.get(g.M_ROLE):
         return str(info[g.M_ROLE])
     return role_from_words(path, graph.graph.get(g.G_BACKBONE, ""))
+
+
+def module_title(graph: nx.DiGraph, path: str) -> str:
+    """What the family record calls module ``path`` when its name does not say it; ``""`` for none."""
+    from bertgraph.model.families import BY_NAME  # the registry imports every family record
+
+    family = BY_NAME.get(str(graph.graph.get(g.G_FAMILY, "")))
+    backbone = graph.graph.get(g.G_BACKBONE, "")
+    path = lookup_path(path)
+    relative = path[len(backbone) + 1 :] if backbone and path.startswith(backbone + ".") else path
+    for pattern, title in family.titles if family else ():
+        if re.fullmatch(pattern, relative):
+            return title
+    return ""
 
 
 def role_from_words(path: str, backbone: str = "") -> str:

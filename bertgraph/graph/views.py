@@ -280,6 +280,7 @@ def bridge_layout_ops(graph: nx.DiGraph) -> nx.DiGraph:
     first op that reads it, or else to the op it reads, so the view's costs still add up.
     """
     result = graph.copy()
+    repeats = _repeat_ops(graph)
     for node in g.ops_in_order(graph):
         data = result.nodes[node]
         if data.get(g.KIND) != g.OPERATOR or data.get(g.OP) not in LAYOUT_OPS or data.get(g.PARAMS):
@@ -288,12 +289,33 @@ def bridge_layout_ops(graph: nx.DiGraph) -> nx.DiGraph:
             continue
         sources = list(result.predecessors(node))
         for target in list(result.successors(node)):
-            edge = result.edges[node, target]
             for source in sources:
+                # A bridged repeat keeps the shape before it: grouped-query K and V both at the
+                # key/value heads up to the op that reads the repeated tensor.
+                edge = result.edges[source, node] if node in repeats else result.edges[node, target]
                 if not result.has_edge(source, target):
                     result.add_edge(source, target, **edge)
         result.remove_node(node)
     return result
+
+
+# A repeat of heads (transformers' ``repeat_kv``): unsqueeze, expand along the new axis, reshape it away.
+_UNSQUEEZE = frozenset({"unsqueeze", "Unsqueeze"})
+_EXPAND = frozenset({"expand", "Expand"})
+_RESHAPE = frozenset({"reshape", "view", "Reshape"})
+
+
+def _repeat_ops(graph: nx.DiGraph) -> set[str]:
+    """The ops of every unsqueeze → expand → reshape chain, each link the only reader of the one before."""
+    found: set[str] = set()
+    for node in graph:
+        if graph.nodes[node].get(g.OP) not in _EXPAND:
+            continue
+        before = [p for p in graph.predecessors(node) if graph.nodes[p].get(g.OP) in _UNSQUEEZE]
+        after = [s for s in graph.successors(node) if graph.nodes[s].get(g.OP) in _RESHAPE]
+        if len(before) == 1 and len(after) == 1 and graph.out_degree(before[0]) == graph.out_degree(node) == 1:
+            found |= {before[0], node, after[0]}
+    return found
 
 
 def _hand_on_cost(graph: nx.DiGraph, node: str) -> bool:

@@ -197,6 +197,8 @@ _DESCRIPTIVE_TITLES = frozenset(
         "select first token",
         "position ids",
         "padding positions zeroed",
+        "relative position buckets",
+        "relative position bias",
         "reshape",
         "start and end logits",
     }
@@ -215,6 +217,8 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
     ops = [op for op in data.get(g.OPS, []) if op]
     if "scaled_dot_product_attention" in ops:
         return "scaled dot-product attention"
+    if "log" in ops and str(data.get(g.DTYPE, "")).startswith("int"):
+        return "relative position buckets"  # T5's and MPNet's: log-spaced bins of key - query
     if role in (roles.MODEL, roles.STACK) and is_mask_computation(ops):
         return "attention mask"
     if ops == ["add"] and role == roles.EMBEDDINGS:
@@ -293,6 +297,11 @@ class _Labeller:
         short = name[len(parent) + 1 :] if parent and name.startswith(parent + ".") else name
         return readable_range(short)
 
+    def reads_position_only(self, node_id: str) -> bool:
+        """Whether every input of a view node comes from a position module."""
+        sources = [self.shown.nodes[s].get(g.MODULE, "") for s in self.shown.predecessors(node_id)]
+        return bool(sources) and all(roles.role_of(self.graph, s) == roles.POSITION for s in sources)
+
     def is_sum_of_embeddings(self, node_id: str, data: dict[str, Any]) -> bool:
         ops = {o for o in data.get(g.OPS, [data.get(g.OP, "")]) if o}
         return bool(ops) and ops <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id)
@@ -356,6 +365,8 @@ class _Labeller:
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
             title = _own_ops_title(data, role, self.family)
+            if set(ops) <= LAYOUT_OPS and self.reads_position_only(node_id):
+                title = "relative position bias"  # a position table's rows, laid out per head
             if self.is_sum_of_embeddings(node_id, data):
                 title = "sum of embeddings"  # GPT-2's token and position embeddings, added by the model
             if residual_target and title == "add":
@@ -400,7 +411,8 @@ class _Labeller:
             tooltip += f"\n{figures.count(params)} parameters"
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
         lines = tuple(line for line in module_lines if line)  # an empty line is an empty <font>, which DOT refuses
-        return Node(node_id, self.short_name(module), lines, tooltip + fold_note, kind, "module")
+        title = roles.module_title(self.graph, module) or self.short_name(module)
+        return Node(node_id, title, lines, tooltip + fold_note, kind, "module")
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)

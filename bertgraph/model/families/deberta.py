@@ -67,6 +67,7 @@ FAMILY = Family(
     sizes=frozen(BERT_SIZES),
     stacks=(Stack("encoder.layer", ENCODER),),
     roles=((r"encoder\.rel_embeddings", POSITION), (r"encoder\.LayerNorm", NORM), *BERT_ROLES),
+    titles=((r"encoder\.LayerNorm", "relative-position embeddings"),),
     token_types="type_vocab_size",
     activation="hidden_act",
     attention="eager",

@@ -70,6 +70,7 @@ FAMILY = Family(
     ),
     stacks=(Stack("encoder.layer", ENCODER),),
     roles=((r"encoder\.relative_attention_bias", POSITION), *BERT_ROLES),
+    titles=((r"encoder\.relative_attention_bias", "relative position bias"),),
     activation="hidden_act",
     attention="eager",
     presets=frozen(PRESETS),

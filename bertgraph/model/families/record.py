@@ -162,6 +162,9 @@ class Family:
         stacks: the layer lists.
         roles: ``(pattern, role)`` rules over module paths relative to the backbone; the first
             pattern that matches the whole path decides, otherwise a module has its parent's role.
+        titles: ``(pattern, title)`` rules, matched like ``roles``: what a diagram calls a module
+            whose name does not say what it is (DeBERTa's relative-position table is read through
+            ``encoder.LayerNorm``).
         token_types: the config field that makes ``token_type_ids`` an input when above 0.
         activation: the config field naming the activation function.
         head_dim: the config field of each attention head's size, when it need not be
@@ -186,6 +189,7 @@ class Family:
     sizes: Mapping[str, str]
     stacks: tuple[Stack, ...]
     roles: tuple[tuple[str, str], ...]
+    titles: tuple[tuple[str, str], ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     fallbacks: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     token_types: str | None = None

@@ -147,6 +147,9 @@ FAMILY = Family(
         (r"(.*\.)?(layer_norm|final_layer_norm)", NORM),
         (r"lm_head|qa_outputs", HEAD),
     ),
+    titles=(
+        (r"(encoder|decoder)\.block\.\d+\.layer\.0\.SelfAttention\.relative_attention_bias", "relative position bias"),
+    ),
     head_dim="d_kv",
     presets=frozen(PRESETS),
     hub_ids=frozen(HUB_IDS),
