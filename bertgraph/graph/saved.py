@@ -26,7 +26,7 @@ import networkx as nx
 
 from bertgraph.graph import schema as g
 from bertgraph.graph.cost import itemsize, shape_poly
-from bertgraph.graph.formulas import FLOAT_DTYPES, numel
+from bertgraph.graph.formulas import FLOAT_DTYPES, numel, op_key, registrar
 from bertgraph.graph.poly import Poly, PolyError
 
 TRAINING_DROPOUT = "training_dropout"
@@ -54,17 +54,8 @@ SAVES: dict[str, Rule] = {}
 NOTHING = Saves()
 
 
-def saves(*keys: str) -> Callable[[Rule], Rule]:
-    """Register ``rule`` for the op keys (``aten.linear``)."""
-
-    def register(rule: Rule) -> Rule:
-        for key in keys:
-            if key in SAVES:
-                raise ValueError(f"{key} already has a rule")
-            SAVES[key] = rule
-        return rule
-
-    return register
+# Register a rule for the op keys (``aten.linear``).
+saves = registrar(SAVES, "a rule")
 
 
 def _width(dtype: str) -> int:
@@ -188,14 +179,10 @@ def _attention(op: Op) -> Saves:
     return Saves(args=(0, 1, 2), output=True, new=((numel(query[:-1]), FLOAT32),))
 
 
-def _key(target: str) -> str:
-    return target.rsplit(".", 1)[0] if target.count(".") > 1 else target
-
-
 def _fused(data: dict[str, object]) -> bool:
     literals = data.get(g.LITERALS) or {}
     assert isinstance(literals, dict)
-    return _key(str(data.get(g.TARGET, ""))) == "aten.scaled_dot_product_attention" and not float(
+    return op_key(str(data.get(g.TARGET, ""))) == "aten.scaled_dot_product_attention" and not float(
         str(literals.get(TRAINING_DROPOUT, 0.0))
     )
 
@@ -206,7 +193,7 @@ def _free_copy(graph: nx.DiGraph, node: str, root: dict[str, str | None]) -> boo
     The CPU fused kernel writes its output in that memory order, so the copy the trace records returns its input.
     """
     data = graph.nodes[node]
-    if _key(str(data.get(g.TARGET, ""))) != "aten.contiguous":
+    if op_key(str(data.get(g.TARGET, ""))) != "aten.contiguous":
         return False
     owners = [root.get(source) for source in graph.predecessors(node)]
     return len(owners) == 1 and owners[0] is not None and _fused(graph.nodes[owners[0]])
@@ -218,7 +205,7 @@ def _unrepeated(graph: nx.DiGraph, node: str) -> str:
     In a run, transformers hands the CPU kernel the grouped tensor itself (``enable_gqa``); the trace records the copy.
     """
     data = graph.nodes[node]
-    if _key(str(data.get(g.TARGET, ""))) != "aten.reshape" or data.get(g.ALIAS):
+    if op_key(str(data.get(g.TARGET, ""))) != "aten.reshape" or data.get(g.ALIAS):
         return node
     current = node
     for _ in range(2):  # reshape ← expand ← unsqueeze
@@ -226,9 +213,9 @@ def _unrepeated(graph: nx.DiGraph, node: str) -> str:
         if len(sources) != 1:
             return node
         current = sources[0]
-        if _key(str(graph.nodes[current].get(g.TARGET, ""))) not in ("aten.expand", "aten.unsqueeze"):
+        if op_key(str(graph.nodes[current].get(g.TARGET, ""))) not in ("aten.expand", "aten.unsqueeze"):
             return node
-    return current if _key(str(graph.nodes[current].get(g.TARGET, ""))) == "aten.unsqueeze" else node
+    return current if op_key(str(graph.nodes[current].get(g.TARGET, ""))) == "aten.unsqueeze" else node
 
 
 class Saved(NamedTuple):
@@ -268,7 +255,7 @@ def saved_activation_bytes(graph: nx.DiGraph, frozen: frozenset[str] = frozenset
         trainable = any(name not in frozen for name in [*data.get(g.PARAM_NAMES, []), *data.get(g.SHARED_PARAMS, [])])
         grad = [tracked.get(sources[i], False) if i in sources else trainable for i in range(len(inputs))]
         tracked[node] = dtype in FLOAT_DTYPES and any(grad)
-        key = _key(str(data.get(g.TARGET, "")))
+        key = op_key(str(data.get(g.TARGET, "")))
         rule = SAVES.get(key)
         training_copy = key == "aten.dropout" and rule is not None and rule(Op(inputs, out, dtype, grad, literals)).new
         if (data.get(g.ALIAS) and not training_copy) or _free_copy(graph, node, root):
