@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import networkx as nx
 import pytest
 import torch
 
@@ -33,7 +34,7 @@ def reference(name: str) -> tuple[str, str]:
     return ("bert-tiny", "base") if name == "bert" else (str(config_dir(name)), head_of(name))
 
 
-def graph_for(name: str, traced: Callable[..., Architecture]) -> object:
+def graph_for(name: str, traced: Callable[..., Architecture]) -> nx.DiGraph:
     return traced("bert-tiny").graph if name == "bert" else graph_of(name)
 
 
@@ -52,7 +53,7 @@ def measure(name: str, batch: int, seq: int, frozen: tuple[str, ...] = ()) -> tu
 @pytest.mark.parametrize("name", FAMILIES)
 @pytest.mark.parametrize(("batch", "seq"), SIZES)
 def test_saved_activations_match_autograd(traced: Callable[..., Architecture], name: str, batch: int, seq: int) -> None:
-    found = saved.saved_activation_bytes(graph_for(name, traced))  # type: ignore[arg-type]
+    found = saved.saved_activation_bytes(graph_for(name, traced))
     assert not found.unsupported
     estimate = cost.evaluate(found.bytes, {"batch": batch, "seq": seq, "tgt": seq})
     measured, _ = measure(name, batch, seq)
@@ -66,7 +67,7 @@ def test_saved_activations_match_autograd(traced: Callable[..., Architecture], n
 def test_saved_activations_at_batch_one(traced: Callable[..., Architecture], name: str) -> None:
     estimate = cost.evaluate(
         saved.saved_activation_bytes(graph_for(name, traced)).bytes, {"batch": 1, "seq": 8, "tgt": 8}
-    )  # type: ignore[arg-type]
+    )
     measured, _ = measure(name, 1, 8)
     assert abs(estimate - measured) <= TOLERANCE * measured, (estimate, measured)
 
