@@ -11,7 +11,7 @@ evaluate them at the sizes asked for.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
@@ -361,12 +361,14 @@ def cost_report(
     fold: bool = True,
     dtype: str | None = None,
     generate: int | None = None,
+    frozen: Collection[str] = (),
 ) -> dict[str, Any]:
     """The ``cost --format json`` object: totals, the module tree, memory and training arithmetic.
 
     ``generate``: tokens to generate after a prefill at each size (a decoder's ``generate`` entry).
+    ``frozen``: parameter names trained without gradients (no gradient, no optimizer state, no saved inputs).
     """
-    from bertgraph.graph import generation, memory
+    from bertgraph.graph import generation, memory, saved
 
     if not has_costs(graph):
         annotate(graph)
@@ -390,6 +392,15 @@ def cost_report(
             }
         )
     chosen = dtype or memory.traced_float_dtype(graph)
+    training = memory.training_memory(graph, chosen, frozen)
+    kept = saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
+    activations = _figure(kept.bytes, sizes_list)
+    training["activations"] = {
+        **activations,
+        "dtype": memory.traced_float_dtype(graph),
+        "unsupported": kept.unsupported,
+    }
+    training["total_with_activations"] = [training["total"] + value for value in activations["values"]]
     peaks = [memory.peak_activation(graph, s, dtype) for s in sizes_list]
     planning, notes = planning_totals(graph, chosen)
     extra: dict[str, Any] = {}
@@ -423,8 +434,9 @@ def cost_report(
             "input_bytes": [memory.input_bytes(graph, s) for s in sizes_list],
             "peak_activation_bytes": [peak.bytes for peak in peaks],
             "peak_at": [peak.node for peak in peaks],
+            "training_activation_bytes": activations["values"],
         },
-        "training": memory.training_memory(graph, chosen),
+        "training": training,
         "unsupported": unsupported(graph),
     }
 

@@ -57,7 +57,7 @@ one function with :func:`formula`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from bertgraph.graph.poly import Poly, product
 
@@ -105,17 +105,27 @@ MATRIX_PRODUCTS = frozenset(
 ZERO = Poly()
 
 
-def formula(*keys: str) -> Callable[[Formula], Formula]:
-    """Register ``function`` as the formula of the op keys (``aten.add``, ``onnx::Add``)."""
+Rule = TypeVar("Rule")
 
-    def register(function: Formula) -> Formula:
-        for key in keys:
-            if key in FORMULAS:
-                raise ValueError(f"{key} already has a formula")
-            FORMULAS[key] = function
-        return function
 
-    return register
+def registrar(table: dict[str, Rule], what: str) -> Callable[..., Callable[[Rule], Rule]]:
+    """A decorator factory that files a function under op keys in ``table``, each key once."""
+
+    def keys_of(*keys: str) -> Callable[[Rule], Rule]:
+        def register(function: Rule) -> Rule:
+            for key in keys:
+                if key in table:
+                    raise ValueError(f"{key} already has {what}")
+                table[key] = function
+            return function
+
+        return register
+
+    return keys_of
+
+
+# Register a function as the formula of the op keys (``aten.add``, ``onnx::Add``).
+formula = registrar(FORMULAS, "a formula")
 
 
 def op_key(target: str) -> str:

@@ -14,15 +14,15 @@ output; both are freed when the op returns. Each storage is a polynomial in the 
 which op is the peak depends on the sizes (the feed-forward layer at short sequences,
 attention scores at long ones), so the peak is computed per size.
 
-**Training memory** is arithmetic on the parameter count: weights, gradients and Adam's
-two moments, per dtype (:data:`TRAINING_BYTES`). Activations kept for the backward pass
-are not included.
+**Training memory** is arithmetic on the parameter count — weights, gradients and Adam's
+two moments, each in its dtype (:data:`TRAINING_STATES`); frozen parameters keep their weights
+only — plus the activations autograd keeps for the backward pass (:mod:`bertgraph.graph.saved`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from contextlib import suppress
 from typing import Any, NamedTuple
 
@@ -35,25 +35,26 @@ from bertgraph.graph.poly import Poly, PolyError
 
 DTYPES = ("float32", "float16", "bfloat16")
 
-# Bytes per trainable parameter while training with Adam. Half precision is mixed-precision
-# training as in Micikevicius et al. 2018 and ZeRO (Rajbhandari et al. 2020, section 3.1):
+# What each trainable parameter costs while training with Adam, and in which dtype. Half precision is
+# mixed-precision training as in Micikevicius et al. 2018 and ZeRO (Rajbhandari et al. 2020, section 3.1):
 # half-precision weights and gradients, plus float32 master weights and moments.
-TRAINING_BYTES: dict[str, tuple[tuple[str, int], ...]] = {
-    "float32": (("weights", 4), ("gradients", 4), ("Adam first moment", 4), ("Adam second moment", 4)),
-    "float16": (
-        ("weights (float16)", 2),
-        ("gradients (float16)", 2),
-        ("master weights (float32)", 4),
-        ("Adam first moment (float32)", 4),
-        ("Adam second moment (float32)", 4),
+TRAINING_STATES: dict[str, tuple[tuple[str, str], ...]] = {
+    "float32": (
+        ("weights", "float32"),
+        ("gradients", "float32"),
+        ("Adam first moment", "float32"),
+        ("Adam second moment", "float32"),
     ),
-    "bfloat16": (
-        ("weights (bfloat16)", 2),
-        ("gradients (bfloat16)", 2),
-        ("master weights (float32)", 4),
-        ("Adam first moment (float32)", 4),
-        ("Adam second moment (float32)", 4),
-    ),
+    **{
+        half: (
+            ("weights", half),
+            ("gradients", half),
+            ("master weights", "float32"),
+            ("Adam first moment", "float32"),
+            ("Adam second moment", "float32"),
+        )
+        for half in ("float16", "bfloat16")
+    },
 }
 
 
@@ -197,25 +198,38 @@ def parameter_bytes(graph: nx.DiGraph, dtype: str | None = None) -> int:
     )
 
 
-def training_memory(graph: nx.DiGraph, dtype: str = "float32") -> dict[str, Any]:
-    """Weights, gradients and Adam states of training in ``dtype`` (see :data:`TRAINING_BYTES`).
+def training_memory(graph: nx.DiGraph, dtype: str = "float32", frozen: Collection[str] = ()) -> dict[str, Any]:
+    """Weights, gradients and Adam states of training in ``dtype`` (see :data:`TRAINING_STATES`).
 
-    Frozen parameters count their weights only.
+    Frozen parameters — ``trainable`` false in the graph, or named in ``frozen`` — count their weights only.
     """
-    if dtype not in TRAINING_BYTES:
-        raise ValueError(f"training memory is known for {', '.join(TRAINING_BYTES)}, not {dtype}")
+    if dtype not in TRAINING_STATES:
+        raise ValueError(f"training memory is known for {', '.join(TRAINING_STATES)}, not {dtype}")
     rows = g.parameter_rows(graph)
-    trainable = sum(int(r["numel"]) for r in rows if r.get("trainable", True))
-    frozen = sum(int(r["numel"]) for r in rows if not r.get("trainable", True))
+    unknown = sorted(set(frozen) - {str(r["name"]) for r in rows})
+    if unknown:
+        raise ValueError(f"no parameter named {unknown[0]!r} to freeze; names are as in model.named_parameters()")
+
+    def is_trainable(row: Mapping[str, Any]) -> bool:
+        return bool(row.get("trainable", True)) and row["name"] not in frozen
+
+    trainable = sum(int(r["numel"]) for r in rows if is_trainable(r))
+    fixed = sum(int(r["numel"]) for r in rows if not is_trainable(r))
     parts = []
-    for index, (what, size) in enumerate(TRAINING_BYTES[dtype]):
-        count = trainable + (frozen if index == 0 else 0)
-        parts.append({"what": what, "bytes_per_parameter": size, "bytes": count * size})
+    for index, (what, kind) in enumerate(TRAINING_STATES[dtype]):
+        size = itemsize(kind) or 0
+        count = trainable + (fixed if index == 0 else 0)
+        parts.append({"what": f"{what} ({kind})", "dtype": kind, "bytes_per_parameter": size, "bytes": count * size})
     return {
         "dtype": dtype,
         "trainable_parameters": trainable,
-        "frozen_parameters": frozen,
+        "frozen_parameters": fixed,
         "rows": parts,
         "total": sum(part["bytes"] for part in parts),
-        "bytes_per_parameter": sum(size for _, size in TRAINING_BYTES[dtype]),
+        "bytes_per_parameter": sum(part["bytes_per_parameter"] for part in parts),
     }
+
+
+def frozen_names(graph: nx.DiGraph, frozen: Collection[str] = ()) -> frozenset[str]:
+    """Parameters that get no gradient: those the graph marks not trainable, and ``frozen``."""
+    return frozenset(frozen) | {str(r["name"]) for r in g.parameter_rows(graph) if not r.get("trainable", True)}

@@ -273,10 +273,22 @@ def peak_sentence(report: dict[str, Any]) -> str:
 def training_sentence(report: dict[str, Any]) -> str:
     training = report["training"]
     parts = " + ".join(f"{row['what']} {figures.size(row['bytes'])}" for row in training["rows"])
-    return (
+    sentence = (
         f"training with Adam in {training['dtype']}: {training['bytes_per_parameter']} bytes per trainable "
-        f"parameter = {figures.count(training['total'])} B ({figures.size(training['total'])}): {parts}; "
-        "activations kept for the backward pass not included"
+        f"parameter = {figures.count(training['total'])} B ({figures.size(training['total'])}): {parts}"
+    )
+    kept = training.get("activations")
+    if not kept:
+        return sentence + "; activations kept for the backward pass not included"
+    labels = [", ".join(f"{k}={v}" for k, v in s.items()) for s in report["sizes"]]
+    each = "; ".join(
+        f"{label}: {figures.size(saved)} saved, {figures.size(whole)} in all"
+        for label, saved, whole in zip(labels, kept["values"], training["total_with_activations"])
+    )
+    missing = f" (ops without a rule, left out: {', '.join(kept['unsupported'])})" if kept["unsupported"] else ""
+    return (
+        f"{sentence}; activations autograd keeps for the backward pass ({kept['dtype']}, dropout on, "
+        f"{kept['readable']} bytes){missing}: {each}"
     )
 
 

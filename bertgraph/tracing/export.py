@@ -341,6 +341,8 @@ def graph_from_program(
             g.INPUTS: [_facts(argument.meta.get("val"), symbols).shape for argument in arguments],
         }
         literals = _literals(node, symbols)
+        if target == _ATTENTION:
+            literals.update(_training_dropout(model, module))
         if literals:
             attrs[g.LITERALS] = literals
         if shared:
@@ -456,6 +458,32 @@ def _literals(node: Node, symbols: dict[Any, str]) -> dict[str, int | float | bo
         elif type(value).__name__ == "SymInt":
             found[key] = _dim(value, symbols)
     return found
+
+
+_ATTENTION = "aten.scaled_dot_product_attention.default"
+TRAINING_DROPOUT = "training_dropout"
+
+
+def _training_dropout(model: torch.nn.Module, path: str) -> dict[str, float]:
+    """The dropout probability an attention module passes to attention in training mode.
+
+    The trace runs in eval mode, where transformers passes 0; in training it passes its
+    ``attn_dropout.p`` (GPT-2), ``attention_dropout`` (LLaMA) or ``dropout`` (BERT's
+    ``nn.Dropout``, T5's float). Nothing when the module has none of them.
+    """
+    from torch import nn
+
+    try:
+        module = model.get_submodule(path)
+    except AttributeError:
+        return {}
+    for name in ("attn_dropout", "attention_dropout", "dropout"):
+        value = getattr(module, name, None)
+        if isinstance(value, nn.Dropout):
+            return {TRAINING_DROPOUT: float(value.p)}
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return {TRAINING_DROPOUT: float(value)}
+    return {}
 
 
 def _aliased_argument(node: Node, value: Any, arguments: list[Node]) -> Node | None:

@@ -1,0 +1,159 @@
+"""Training memory against real training steps on the CPU: what autograd saves, gradients, Adam's states.
+
+The saved activations are measured with ``torch.autograd.graph.saved_tensors_hooks`` on a real
+training-mode forward of tiny models (dropout on, transformers' default attention), counting
+distinct storages and leaving out parameters and inputs (:mod:`tests.saved_tensors`). Gradients
+and optimizer states are read off a real ``torch.optim.Adam`` step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+import pytest
+import torch
+
+from bertgraph.api import Architecture
+from bertgraph.cli import main
+from bertgraph.graph import cost, memory, saved
+from bertgraph.graph.poly import Poly
+from bertgraph.model import build_model, example_inputs, resolve
+from tests.generation_runs import config_dir, graph_of, head_of
+from tests.saved_tensors import saved_bytes
+
+TOLERANCE = 0.05
+# (batch, seq): a decoder's tgt follows seq. GPT-2 is held at batch 2 and up: see test_gpt2_at_batch_one.
+SIZES = [(2, 16), (3, 40)]
+FAMILIES = ["bert", "gpt2", "llama", "t5"]
+
+
+def reference(name: str) -> tuple[str, str]:
+    return ("bert-tiny", "base") if name == "bert" else (str(config_dir(name)), head_of(name))
+
+
+def graph_for(name: str, traced: Callable[..., Architecture]) -> nx.DiGraph:
+    return traced("bert-tiny").graph if name == "bert" else graph_of(name)
+
+
+def measure(name: str, batch: int, seq: int, frozen: tuple[str, ...] = ()) -> tuple[int, dict[str, int]]:
+    """Bytes autograd saves in a real training forward, and the model's parameter sizes by name."""
+    model_name, head = reference(name)
+    spec = resolve(model_name, head, batch=batch, seq_len=seq)
+    model = build_model(spec, weights=True)
+    for parameter_name, parameter in model.named_parameters():
+        parameter.requires_grad_(parameter_name not in frozen)
+    sizes = {"batch": batch, "seq": seq, "tgt": seq}
+    inputs = example_inputs(spec, device="cpu", shape=tuple(sizes[d] for d in spec.dim_names))
+    return saved_bytes(model, inputs), {n: p.numel() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize(("batch", "seq"), SIZES)
+def test_saved_activations_match_autograd(traced: Callable[..., Architecture], name: str, batch: int, seq: int) -> None:
+    found = saved.saved_activation_bytes(graph_for(name, traced))
+    assert not found.unsupported
+    estimate = cost.evaluate(found.bytes, {"batch": batch, "seq": seq, "tgt": seq})
+    measured, _ = measure(name, batch, seq)
+    assert abs(estimate - measured) <= TOLERANCE * measured, (name, estimate, measured, estimate / measured)
+    # stronger than asked, since each rule accounts for its bytes: within 0.1 % (a layer norm's statistics
+    # alone are under 5 %; T5 at 3 × 40 is 3,200 bytes short of 5.35 MB, the rest exact)
+    assert abs(estimate - measured) <= 0.001 * measured, (estimate, measured)
+
+
+@pytest.mark.parametrize("name", ["bert", "llama", "t5"])
+def test_saved_activations_at_batch_one(traced: Callable[..., Architecture], name: str) -> None:
+    estimate = cost.evaluate(
+        saved.saved_activation_bytes(graph_for(name, traced)).bytes, {"batch": 1, "seq": 8, "tgt": 8}
+    )
+    measured, _ = measure(name, 1, 8)
+    assert abs(estimate - measured) <= TOLERANCE * measured, (estimate, measured)
+
+
+def test_gpt2_at_batch_one_keeps_the_fused_projection_instead_of_a_value_copy() -> None:
+    # At batch 1 the attention kernel's batched product reads the value as a view of the fused q/k/v
+    # projection (three times its size); the formula counts the copy every larger batch makes.
+    estimate = cost.evaluate(saved.saved_activation_bytes(graph_of("gpt2")).bytes, {"batch": 1, "seq": 8})
+    measured, _ = measure("gpt2", 1, 8)
+    assert 0.9 * measured <= estimate < measured
+
+
+def test_frozen_parameters_get_no_gradient_state_or_saved_inputs(traced: Callable[..., Architecture]) -> None:
+    graph = traced("bert-tiny").graph
+    measured_all, numel = measure("bert", 2, 16)
+    frozen = tuple(n for n in numel if n.startswith(("embeddings.", "encoder.layer.0.")))
+    measured_frozen, _ = measure("bert", 2, 16, frozen)
+    estimate = cost.evaluate(
+        saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen)).bytes, {"batch": 2, "seq": 16}
+    )
+    assert measured_frozen < measured_all
+    assert abs(estimate - measured_frozen) <= TOLERANCE * measured_frozen, (estimate, measured_frozen)
+
+    # a real Adam step on the same model: gradients and moments exist only for the trainable parameters
+    spec = resolve("bert-tiny", batch=2, seq_len=16)
+    model = build_model(spec, weights=True).train()
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(name not in frozen)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad])
+    out = model(**example_inputs(spec, device="cpu", shape=(2, 16)))
+    (out.last_hidden_state.sum() + out.pooler_output.sum()).backward()  # every trainable parameter gets a gradient
+    optimizer.step()
+    gradients = sum(p.grad.nbytes for p in model.parameters() if p.grad is not None)
+    moments = sum(t.nbytes for state in optimizer.state.values() for k, t in state.items() if k != "step")
+    weights = sum(p.nbytes for p in model.parameters())
+    rows = {row["what"]: row["bytes"] for row in memory.training_memory(graph, "float32", frozen)["rows"]}
+    assert rows == {
+        "weights (float32)": weights,
+        "gradients (float32)": gradients,
+        "Adam first moment (float32)": moments // 2,
+        "Adam second moment (float32)": moments // 2,
+    }
+
+
+def test_an_unknown_frozen_name_is_refused(traced: Callable[..., Architecture]) -> None:
+    with pytest.raises(ValueError, match="no parameter named 'encoder.nope'"):
+        memory.training_memory(traced("bert-tiny").graph, "float32", ["encoder.nope"])
+
+
+def test_an_op_without_a_rule_is_listed_not_counted_as_zero(
+    traced: Callable[..., Architecture], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = traced("bert-tiny").graph
+    whole = saved.saved_activation_bytes(graph)
+    monkeypatch.delitem(saved.SAVES, "aten.gelu")
+    found = saved.saved_activation_bytes(graph)
+    assert found.unsupported == ["aten.gelu"]
+    assert cost.evaluate(found.bytes, {"batch": 1, "seq": 8}) < cost.evaluate(whole.bytes, {"batch": 1, "seq": 8})
+
+
+def test_cost_json_and_text_give_the_training_lines(
+    traced: Callable[..., Architecture], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "cost.json"
+    args = ["cost", "bert-tiny", "--seq-len", "16", "40", "--batch", "2"]
+    assert main([*args, "--format", "json", "-o", str(target)]) == 0
+    data = json.loads(target.read_text())
+    poly = Poly.parse(data["training"]["activations"]["formula"])
+    values = [cost.evaluate(poly, s) for s in data["sizes"]]
+    assert data["memory"]["training_activation_bytes"] == values
+    assert values[0] == cost.evaluate(saved.saved_activation_bytes(traced("bert-tiny").graph).bytes, data["sizes"][0])
+    assert data["training"]["total_with_activations"] == [data["training"]["total"] + v for v in values]
+    assert all(row["dtype"] == "float32" for row in data["training"]["rows"])
+    assert main([*args, "--depth", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "activations autograd keeps for the backward pass (float32, dropout on" in out
+    assert "batch=2, seq=16: " in out and "batch=2, seq=40: " in out
+
+
+@pytest.mark.slow
+def test_bert_base_at_128_tokens(traced: Callable[..., Architecture], capsys: pytest.CaptureFixture[str]) -> None:
+    estimate = cost.evaluate(
+        saved.saved_activation_bytes(traced("bert-base-uncased").graph).bytes, {"batch": 1, "seq": 128}
+    )
+    spec = resolve("bert-base-uncased", batch=1, seq_len=128)
+    measured = saved_bytes(build_model(spec, weights=True), example_inputs(spec, device="cpu", shape=(1, 128)))
+    with capsys.disabled():
+        print(f"\nbert-base b=1 s=128: saved estimate {estimate:,}, measured {measured:,}")
+    assert abs(estimate - measured) <= TOLERANCE * measured
