@@ -243,6 +243,11 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "start and end logits"  # a question-answering head splits its two logit columns
     if ops and set(ops) <= LAYOUT_OPS:
         return "reshape"
+    if set(ops) - LAYOUT_OPS == {"add"}:
+        return "add"  # a cast, then an add (BART's final logits bias)
+    if {"new_zeros", "masked_fill"} <= set(ops):
+        # T5's and BART's heads make the decoder's inputs from the input ids, one step to the right
+        return "decoder inputs shifted right"
     return ", ".join(ops[:3]) + (" …" if len(ops) > 3 else "")
 
 
