@@ -630,9 +630,7 @@ def test_hostile_names_types_and_searches_show_as_typed_and_nothing_runs(browser
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.dot
-def test_bert_large_unfolded_becomes_interactive(
-    traced: Callable[..., Architecture], tmp_path: Path
-) -> None:
+def test_bert_large_unfolded_becomes_interactive(traced: Callable[..., Architecture], tmp_path: Path) -> None:
     require(chromium_path() is not None, "Chromium is not installed")
     page = tmp_path / "large.html"
     page.write_text(generate_html(traced("bert-large-uncased").graph, depth=4, fold=False), encoding="utf-8")
