@@ -71,17 +71,24 @@ class Architecture:
         depth: int | None = None,
         fold: bool = True,
         dtype: str | None = None,
+        generate: int | None = None,
+        freeze: Sequence[str] = (),
     ) -> dict[str, Any]:
         """FLOPs, activation bytes and memory with their formulas (the ``cost --format json`` object).
 
         Evaluated at each sequence length of ``seq_len`` (default: the example's) and ``batch``;
         an encoder-decoder's decoder is ``decoder_len`` long (default: as long as the input).
+        ``generate``: decode steps after each prefill; ``freeze``: parameter names, module paths or
+        globs trained without gradients (``cost --freeze``).
         """
-        from bertgraph.graph import cost
+        from bertgraph.graph import cost, memory
 
         lengths = [seq_len] if seq_len is None or isinstance(seq_len, int) else list(seq_len)
         sizes = [cost.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
-        return cost.cost_report(self.graph, sizes, depth=depth, fold=fold, dtype=dtype)
+        frozen = memory.freeze_patterns(self.graph, freeze)
+        return cost.cost_report(
+            self.graph, sizes, depth=depth, fold=fold, dtype=dtype, generate=generate, frozen=frozen
+        )
 
     def diff(self, other: Architecture) -> dict[str, Any]:
         """What turns this model into ``other`` (modules added, removed, changed)."""

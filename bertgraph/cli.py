@@ -208,6 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="a decoder's prefill of each length and N decode steps after it: matmul FLOPs, the KV cache at the end",
     )
+    cost.add_argument(
+        "--freeze",
+        nargs="+",
+        metavar="PATTERN",
+        help="train with these parameters frozen (no gradient, no optimizer state): parameter names, "
+        "module paths or globs as in model.named_parameters(), e.g. 'embeddings' 'encoder.layer.[0-5].*'",
+    )
     cost.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
     _output(cost, False, "write to a file instead of standard output")
@@ -503,13 +510,29 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if args.decoder_len and not cost.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
     cost.check_products_counted(arch.graph, name=str(args.model))
+    frozen = _frozen(arch.graph, args.freeze)
     batch = args.batch or 1
     sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
     report = cost.cost_report(
-        arch.graph, sizes, depth=args.depth, fold=not args.unfold, dtype=args.dtype, generate=args.generate
+        arch.graph,
+        sizes,
+        depth=args.depth,
+        fold=not args.unfold,
+        dtype=args.dtype,
+        generate=args.generate,
+        frozen=frozen,
     )
     _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
+
+
+def _frozen(graph: Any, patterns: list[str] | None) -> list[str]:
+    from bertgraph.graph import memory
+
+    try:
+        return memory.freeze_patterns(graph, patterns or [])
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _decoder_lengths(given: list[int] | None, columns: int) -> list[int | None]:

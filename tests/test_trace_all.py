@@ -11,14 +11,16 @@ from bertgraph.graph import stats, views
 from bertgraph.model import HEADS, build_model, resolve
 from bertgraph.model.presets import PRESETS
 from bertgraph.tracing import trace
+from tests.matrix import each_once
 
 BERT_PRESETS = sorted(name for name, config in PRESETS.items() if config["model_type"] == "bert")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", BERT_PRESETS)
-@pytest.mark.parametrize("head", list(HEADS))
+@pytest.mark.parametrize(("preset", "head"), each_once(BERT_PRESETS, list(HEADS)))
 def test_preset_and_head_trace_with_exact_totals(preset: str, head: str) -> None:
+    """Every BERT preset and every head (each preset once, each head at least once; every pair
+    with ``BERTGRAPH_FULL_MATRIX=1``): the presets differ only in sizes, the heads in classes."""
     spec = resolve(preset, head)
     module = build_model(spec)
     expected = sum(p.numel() for p in module.parameters())

@@ -19,6 +19,7 @@ import torch
 from bertgraph.api import Architecture
 from bertgraph.cli import main
 from bertgraph.graph import cost, memory, saved
+from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.model import build_model, example_inputs, resolve
 from tests.generation_runs import config_dir, graph_of, head_of
@@ -110,6 +111,33 @@ def test_frozen_parameters_get_no_gradient_state_or_saved_inputs(traced: Callabl
         "Adam first moment (float32)": moments // 2,
         "Adam second moment (float32)": moments // 2,
     }
+
+
+def test_freeze_patterns_choose_names_module_paths_and_globs(traced: Callable[..., Architecture]) -> None:
+    graph = traced("bert-tiny").graph
+    names = [str(row["name"]) for row in g.parameter_rows(graph)]
+    chosen = memory.freeze_patterns(graph, ["embeddings", "encoder.layer.0.*", "pooler.dense.bias"])
+    assert chosen == [n for n in names if n.startswith(("embeddings.", "encoder.layer.0.")) or n == "pooler.dense.bias"]
+    # a name's prefix that is not a whole module path chooses nothing
+    with pytest.raises(ValueError, match="--freeze 'embed' matches no parameter"):
+        memory.freeze_patterns(graph, ["embed"])
+
+
+def test_cost_freeze_on_the_command_line_is_the_frozen_training_step(
+    traced: Callable[..., Architecture], capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = traced("bert-tiny").graph
+    frozen = memory.freeze_patterns(graph, ["embeddings", "encoder.layer.0"])
+    assert main(["cost", "bert-tiny", "--seq-len", "16", "--batch", "2", "--format", "json",
+                 "--freeze", "embeddings", "encoder.layer.0"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    expected = memory.training_memory(graph, "float32", frozen)
+    assert report["training"]["rows"] == expected["rows"] and expected["frozen_parameters"] > 0
+    kept = saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
+    assert report["training"]["activations"]["values"] == [cost.evaluate(kept.bytes, {"batch": 2, "seq": 16})]
+    assert traced("bert-tiny").cost(16, 2, freeze=["embeddings", "encoder.layer.0"])["training"] == report["training"]
+    assert main(["cost", "bert-tiny", "--freeze", "encoder.layer.9"]) == 2
+    assert "matches no parameter" in capsys.readouterr().err
 
 
 def test_an_unknown_frozen_name_is_refused(traced: Callable[..., Architecture]) -> None:

@@ -22,8 +22,9 @@ only — plus the activations autograd keeps for the backward pass (:mod:`bertgr
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import suppress
+from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
 import networkx as nx
@@ -228,6 +229,24 @@ def training_memory(graph: nx.DiGraph, dtype: str = "float32", frozen: Collectio
         "total": sum(part["bytes"] for part in parts),
         "bytes_per_parameter": sum(part["bytes_per_parameter"] for part in parts),
     }
+
+
+def freeze_patterns(graph: nx.DiGraph, patterns: Sequence[str]) -> list[str]:
+    """The parameter names ``patterns`` choose: a parameter's name, a module path (every parameter
+    below it) or a glob over names (``encoder.layer.[0-5].*``). A pattern that chooses nothing is
+    refused, so a typo never counts the whole model as trainable."""
+    names = [str(row["name"]) for row in g.parameter_rows(graph)]
+    chosen: dict[str, None] = {}
+    for pattern in patterns:
+        found = [n for n in names if n == pattern or n.startswith(pattern + ".") or fnmatchcase(n, pattern)]
+        if not found:
+            example = names[0] if names else "embeddings.word_embeddings.weight"
+            raise ValueError(
+                f"--freeze {pattern!r} matches no parameter; give a parameter name, a module path or a glob "
+                f"as in model.named_parameters() (e.g. {example!r})"
+            )
+        chosen.update(dict.fromkeys(found))
+    return list(chosen)
 
 
 def frozen_names(graph: nx.DiGraph, frozen: Collection[str] = ()) -> frozenset[str]:

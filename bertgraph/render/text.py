@@ -277,6 +277,11 @@ def training_sentence(report: dict[str, Any]) -> str:
         f"training with Adam in {training['dtype']}: {training['bytes_per_parameter']} bytes per trainable "
         f"parameter = {figures.count(training['total'])} B ({figures.size(training['total'])}): {parts}"
     )
+    if training.get("frozen_parameters"):
+        sentence += (
+            f" ({figures.count(training['trainable_parameters'])} trainable; "
+            f"{figures.count(training['frozen_parameters'])} frozen, weights only)"
+        )
     kept = training.get("activations")
     if not kept:
         return sentence + "; activations kept for the backward pass not included"
