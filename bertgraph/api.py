@@ -201,6 +201,7 @@ def trace(
     batch: int = 1,
     cache: bool = True,
     allow_pickle: bool = False,
+    attention: str | None = None,
     **overrides: int,
 ) -> Architecture:
     """Trace a model offline and return its :class:`Architecture`.
@@ -213,10 +214,13 @@ def trace(
             ``pretraining``, ``causal-lm`` or ``seq2seq-lm`` — those the model's family has.
         seq_len, batch: the example input size (shown symbolically in shapes).
         cache: use the on-disk graph cache.
+        attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where the model has it).
         overrides: ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``intermediate``, ``vocab``,
             ``num_labels``.
     """
-    spec = resolve(model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle)
+    spec = resolve(
+        model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle, attention=attention
+    )
     return load(spec, use_cache=cache)
 
 

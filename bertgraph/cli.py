@@ -112,6 +112,11 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
         sizes.add_argument("--seq-len", type=_positive, help="example sequence length (default 128)")
     sizes.add_argument("--batch", type=_positive, help="example batch size (default 1)")
     parser.add_argument(
+        "--attention",
+        choices=("eager", "sdpa"),
+        help="attention implementation to build with (default: transformers' choice, sdpa where the model has it)",
+    )
+    parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
     )
     parser.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
@@ -317,6 +322,7 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
         batch=args.batch or 1,
         seq_len=args.seq_len if seq_len is None else seq_len,
         allow_pickle=args.allow_pickle,
+        attention=getattr(args, "attention", None),
     )
 
 
@@ -325,7 +331,18 @@ def _is_onnx(args: argparse.Namespace) -> bool:
 
 
 # Options that shape a model built from a config; an .onnx file is drawn as it was exported.
-_CONFIG_OPTIONS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab", "num_labels", "seq_len", "batch")
+_CONFIG_OPTIONS = (
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "intermediate",
+    "vocab",
+    "num_labels",
+    "seq_len",
+    "batch",
+    "attention",
+)
 
 
 def _refuse_config_options_for_onnx(args: argparse.Namespace, allowed: tuple[str, ...] = ()) -> None:

@@ -12,13 +12,14 @@ interpreter's, not the model's, and is reported, not asserted away.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import networkx as nx
 import pytest
 import torch
 
 from bertgraph.api import Architecture
-from bertgraph.graph import memory
+from bertgraph.graph import cost, memory
 from bertgraph.graph.poly import Poly
 from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
 from tests.live_storage import peak_bytes
@@ -121,18 +122,20 @@ def test_training_memory_arithmetic(traced: Callable[..., Architecture]) -> None
 
 
 @pytest.mark.parametrize(("batch", "seq"), [(1, 64), (3, 31)])
-def test_peak_with_eager_attention_counts_the_score_matrices(batch: int, seq: int) -> None:
-    """Eager attention writes [batch, heads, seq, seq] scores; the estimate follows a real run there too."""
+def test_peak_with_eager_attention_counts_the_score_matrices(
+    traced: Callable[..., Architecture], batch: int, seq: int
+) -> None:
+    """``--attention eager`` writes [batch, heads, seq, seq] scores; the estimate follows a real eager run."""
     import transformers
 
     from bertgraph.model.presets import preset_config
-    from tests.exported import exported_graph
 
+    graph = traced("bert-tiny", attention="eager").graph
+    assert cost.attention_implementation(graph) == "eager"
+    assert cost.attention_implementation(traced("bert-tiny").graph) == "sdpa"
     config = transformers.BertConfig(**preset_config("bert-tiny"), attn_implementation="eager")
-    with torch.device("meta"):
-        meta = transformers.BertModel(config).eval()
-    graph = exported_graph(meta, _ids_and_mask, "bert-tiny-eager")
     estimate = memory.peak_activation(graph, {"batch": batch, "seq": seq}).bytes
+    assert estimate > memory.peak_activation(traced("bert-tiny").graph, {"batch": batch, "seq": seq}).bytes
     torch.manual_seed(0)
     real = transformers.BertModel(config).eval()
     inputs = _ids_and_mask(batch, seq, "cpu")
@@ -140,6 +143,31 @@ def test_peak_with_eager_attention_counts_the_score_matrices(batch: int, seq: in
     assert abs(estimate - exported) <= TOLERANCE * exported, (estimate, exported)
     scores = batch * 2 * seq * seq * 4  # one layer's attention probabilities, float32
     assert estimate > scores
+
+
+def test_attention_option_is_in_the_cache_key_and_refused_where_it_cannot_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from bertgraph import cache, cli
+    from bertgraph.errors import ConfigError
+
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    assert cache.key(resolve("bert-tiny", attention="eager")) != cache.key(resolve("bert-tiny"))
+    for attention in (None, "eager", None):  # served from the cache the second time, each as asked
+        chosen = ["--attention", attention] if attention else []
+        argv = ["cost", "bert-tiny", "--format", "json", "--depth", "0", *chosen]
+        assert cli.main(argv) == 0
+        assert json.loads(capsys.readouterr().out)["assumptions"]["attention"] == (attention or "sdpa")
+    with pytest.raises(ConfigError, match="eager attention only; leave out --attention or use --attention eager"):
+        resolve("deberta-v3-base", attention="sdpa")
+    with pytest.raises(ConfigError, match="unknown attention 'flash'"):
+        resolve("bert-tiny", attention="flash")
+    onnx_file = tmp_path / "m.onnx"
+    onnx_file.write_bytes(b"")
+    assert cli.main(["summary", str(onnx_file), "--attention", "eager"]) == 2
+    assert "--attention" in capsys.readouterr().err
 
 
 def _ids_and_mask(batch: int, seq: int, device: str) -> dict[str, torch.Tensor]:

@@ -41,7 +41,7 @@ def test_cost_text_labels_the_masked_count_and_the_dtype(capsys: pytest.CaptureF
     out = capsys.readouterr().out
     assert "  attention, allowed pairs" in out and "not what FlopCounterMode counts" in out
     assert "KV cache (bytes, float32)" in out and "decode step matmul FLOPs" in out
-    assert "memory assumes sdpa attention" in out
+    assert "memory counts sdpa attention, as traced" in out
     assert "generating 3 tokens after batch=1, seq=64" in out
 
 

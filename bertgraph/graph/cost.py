@@ -327,8 +327,17 @@ def _figure(poly: Poly, sizes_list: Sequence[Mapping[str, int]]) -> dict[str, An
     return {"formula": str(poly), "readable": poly.readable(), "values": [evaluate(poly, s) for s in sizes_list]}
 
 
-# What every memory figure assumes: fused attention, as transformers runs by default.
-ATTENTION_ASSUMED = "sdpa"
+def attention_implementation(graph: nx.DiGraph) -> str:
+    """The attention the graph runs, read off its ops: ``sdpa`` (one fused op holding no score
+    matrix), ``eager`` (scores and a softmax, every score matrix held), or ``none``."""
+    from bertgraph.graph.facts.walk import op
+
+    ops = {op(graph, node) for node in graph}
+    if "scaled_dot_product_attention" in ops:
+        return "sdpa"
+    return "eager" if "softmax" in ops or "Softmax" in ops else "none"
+
+
 KV_CACHE = "kv_cache_bytes"
 DECODE_FLOPS = "decode_flops_per_token"
 MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
@@ -420,7 +429,7 @@ def cost_report(
         "sizes": [dict(s) for s in sizes_list],
         "total": {key: _figure(poly, sizes_list) for key, poly in {**totals, **planning}.items()},
         "assumptions": {
-            "attention": ATTENTION_ASSUMED,
+            "attention": attention_implementation(graph),
             "dtype": chosen,
             "flops": "matmul FLOPs count 2 per multiply-add, as torch.utils.flop_counter does; "
             f"{MASKED_ATTENTION_FLOPS} counts only the pairs the mask allows, which FlopCounterMode does not",

@@ -106,6 +106,8 @@ def make_config(spec: ModelSpec, model_class: Any) -> Any:
     kwargs = _config_kwargs(spec.config)
     if spec.family.structure != ENCODER_ONLY:
         kwargs["use_cache"] = False
+    if spec.attention is not None:
+        kwargs["attn_implementation"] = spec.attention
     try:
         return model_class.config_class(**kwargs)
     except Exception as error:

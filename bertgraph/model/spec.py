@@ -119,6 +119,8 @@ PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MULTIPLE_CHOICE_EXAMPLE = 4
 DEFAULT_SEQ_LEN = 128
+# The attention implementations a model can be built with (transformers' attn_implementation).
+ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,8 @@ class ModelSpec:
         weights: a safetensors file (or index) when the reference carries weights.
         pickle_weights: a pickled checkpoint that is only used with ``allow_pickle``.
         config_path: the config.json the config came from, for error messages.
+        attention: the attention implementation asked for (``eager`` or ``sdpa``); ``None``:
+            the one transformers picks (``sdpa`` where the model has it).
     """
 
     reference: str
@@ -149,6 +153,7 @@ class ModelSpec:
     allow_pickle: bool = False
     config_path: Path | None = None
     overrides: dict[str, int] = field(default_factory=dict)
+    attention: str | None = None
 
     @property
     def family(self) -> Family:
@@ -236,6 +241,7 @@ def resolve(
     batch: int = 1,
     seq_len: int | None = None,
     allow_pickle: bool = False,
+    attention: str | None = None,
 ) -> ModelSpec:
     """Turn a model reference into a validated :class:`ModelSpec`.
 
@@ -247,6 +253,7 @@ def resolve(
         batch, seq_len: example input size; the sequence defaults to 128, or less when the
             model has fewer positions.
         allow_pickle: permit a pickled ``pytorch_model.bin`` checkpoint.
+        attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where it exists).
 
     Raises:
         ModelReferenceError, ConfigError: with a one-line message saying what to do.
@@ -258,6 +265,8 @@ def resolve(
     """
     if head not in HEAD_NAMES:
         raise ConfigError(f"unknown head {head!r}; choose one of: {', '.join(HEAD_NAMES)}")
+    if attention not in (None, *ATTENTION_IMPLEMENTATIONS):
+        raise ConfigError(f"unknown attention {attention!r}; choose one of: {', '.join(ATTENTION_IMPLEMENTATIONS)}")
     name, source, config, config_path, directory = _locate(reference)
     origin = config_path or Path(name)
     family = family_for(config, origin)
@@ -290,6 +299,11 @@ def resolve(
     if "num_labels" in clean:
         set_by["num_labels"] = "--num-labels"
     validate_config(config, origin, family, head, set_by)
+    if attention == "sdpa" and family.attention == "eager":
+        raise ConfigError(
+            f"{name} is a {family.name} model, which transformers runs with eager attention only; "
+            "leave out --attention or use --attention eager"
+        )
     spec = ModelSpec(
         reference=reference,
         name=name,
@@ -303,6 +317,7 @@ def resolve(
         allow_pickle=allow_pickle,
         config_path=config_path,
         overrides=clean,
+        attention=attention,
     )
     if spec.max_positions is not None and spec.max_positions < 1:
         name = family.sizes["max_position"]

@@ -218,10 +218,11 @@ def planning_sentences(report: dict[str, Any]) -> Iterable[str]:
     total = report["total"]
     assumed = report.get("assumptions", {})
     if assumed:
-        yield (
-            f"memory assumes {assumed['attention']} attention (transformers' default; eager attention also "
-            f"holds every score matrix) and {assumed['dtype']} floating-point tensors"
-        )
+        held = {
+            "sdpa": "sdpa attention, as traced (one fused op; --attention eager holds every score matrix)",
+            "eager": "eager attention, as traced (every score matrix held)",
+        }.get(assumed["attention"], "no attention")
+        yield f"memory counts {held} and {assumed['dtype']} floating-point tensors"
     if "attention_matmul_flops_masked" in total:
         yield (
             "allowed pairs: attention products over the (query, key) pairs the mask allows, what a kernel "
