@@ -34,12 +34,12 @@ gallery: python
 	$(BIN)/bertgraph gallery -o outputs
 
 test: python
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 # The test suite with every family × head ONNX export (the default exports each head of each
 # structure and each family at least once).
 test-full: python
-	BERTGRAPH_FULL_MATRIX=1 $(BIN)/python -m pytest -n 2 -q
+	BERTGRAPH_FULL_MATRIX=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 # Side-by-side measurements against torchview, torchinfo and bare torch.export (not part of the tests).
 bench: python

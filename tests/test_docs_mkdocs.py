@@ -18,6 +18,8 @@ from bertgraph.api import Architecture
 from bertgraph.docs.mkdocs import find_fences
 from tests.conftest import require
 
+pytestmark = pytest.mark.xdist_group("docs_mkdocs")  # its fixtures are built once, on one worker
+
 PROJECT = Path(__file__).parent / "docs_projects" / "mkdocs"
 TINY = ("bert-tiny", "sequence-classification")
 

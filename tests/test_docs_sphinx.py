@@ -19,7 +19,11 @@ from tests.conftest import require
 
 PROJECT = Path(__file__).parent / "docs_projects" / "sphinx"
 TINY = ("bert-tiny", "sequence-classification")
-pytestmark = [pytest.mark.dot, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.dot,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("docs_sphinx"),
+]  # its fixtures are built once, on one worker
 
 
 @dataclass

@@ -18,6 +18,8 @@ from bertgraph.graph import schema as g
 from bertgraph.graph.validate import graph_problem
 from tests.family_configs import TINY
 
+pytestmark = pytest.mark.xdist_group("facts")  # its fixtures are built once, on one worker
+
 BIDI, CAUSAL, CROSS = g.BIDIRECTIONAL, g.CAUSAL, g.CROSS
 
 # What each architecture is known to be, for the tiny configs (3 layers; T5 4; ModernBERT 10

@@ -24,6 +24,8 @@ from bertgraph.tracing import trace
 from tests.family_configs import TINY
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 
+pytestmark = pytest.mark.xdist_group("family_views")  # its fixtures are built once, on one worker
+
 _GRAPHS: dict[str, nx.DiGraph] = {}
 _BERT_CLASS = re.compile(r"\bBert[A-Z]\w*")
 

@@ -13,6 +13,8 @@ from bertgraph.graph import schema as g
 from bertgraph.graph import stats, views
 from bertgraph.model import resolve
 
+pytestmark = pytest.mark.xdist_group("folding")  # its fixtures are built once, on one worker
+
 FOLDING_DEPTHS = (2, 3, 4)
 LAYER = "encoder.layer.1"
 LAYER_PATH = re.compile(r"encoder\.layer\.[\d-]+")

@@ -37,6 +37,8 @@ from bertgraph.model.checkpoint import DTYPE_BITS, read_checkpoint, read_header
 from bertgraph.model.counts import bert_parameter_total
 from tests.helpers import fuzz_examples
 
+pytestmark = pytest.mark.xdist_group("fuzz_inputs")  # its fixtures are built once, on one worker
+
 FIXTURES = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 
 TINY = {

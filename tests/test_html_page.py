@@ -27,6 +27,8 @@ from tests.conftest import require
 from tests.helpers import HOSTILE_NAMES, rename_modules, retype_modules
 from tests.mermaid_browser import chromium_path
 
+pytestmark = pytest.mark.xdist_group("html_page")  # its fixtures are built once, on one worker
+
 TINY = ("bert-tiny", "sequence-classification")
 
 

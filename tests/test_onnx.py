@@ -43,6 +43,7 @@ from bertgraph.onnx.verify import dim_names, open_session, parity_sizes, random_
 from bertgraph.onnx.weights import load_weights
 from bertgraph.tracing import skeleton
 from tests.conftest import TINY_CONFIG
+from tests.matrix import each_once
 
 pytestmark = pytest.mark.onnx
 
@@ -76,7 +77,16 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return folders
 
 
-@pytest.fixture(scope="module", params=[(s, h) for s in SOURCES for h in HEADS], ids=lambda p: f"{p[0]}-{p[1]}")
+def _export_cases() -> list[Any]:
+    """Every head once, from the preset and the checkpoint in turn (every pair with ``BERTGRAPH_FULL_MATRIX=1``);
+    each export is made on one worker, once (its tests share an ``xdist_group``)."""
+    return [
+        pytest.param((source, head), id=f"{source}-{head}", marks=pytest.mark.xdist_group(f"onnx-{source}-{head}"))
+        for head, source in each_once(list(HEADS), SOURCES)
+    ]
+
+
+@pytest.fixture(scope="module", params=_export_cases())
 def exported(
     request: pytest.FixtureRequest, checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Export:

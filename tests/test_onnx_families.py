@@ -11,7 +11,6 @@ slower sweep. BERT itself is covered by ``test_onnx.py``.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from bertgraph.onnx.export import output_names
 from bertgraph.onnx.verify import UNDEFINED_AT_PADDING, dim_names, input_dims, random_inputs
 from bertgraph.tracing import skeleton
 from tests.family_configs import TINY
+from tests.matrix import covering
 
 pytestmark = pytest.mark.onnx
 
@@ -67,7 +67,8 @@ def _cases() -> list[Any]:
     for model_type in TINY:
         if model_type == "bert":
             continue
-        marks = () if model_type in QUICK else (pytest.mark.slow,)
+        group = pytest.mark.xdist_group(f"onnx-{model_type}")  # each export made once, on one worker
+        marks = (group,) if model_type in QUICK else (group, pytest.mark.slow)
         cases.append(pytest.param(model_type, id=model_type, marks=marks))
     return cases
 
@@ -219,7 +220,6 @@ def _head_cases() -> list[Any]:
     every structure, every family at least once) rather than every family every head.
     ``BERTGRAPH_FULL_MATRIX=1`` exports every head of every family (``make test-full``).
     """
-    full = os.environ.get("BERTGRAPH_FULL_MATRIX") == "1"
     by_structure: dict[str, list[tuple[str, list[str]]]] = {}
     for family in BY_NAME.values():
         if family.name == "bert":
@@ -227,24 +227,8 @@ def _head_cases() -> list[Any]:
         model_type = next(t for t in family.variants if t in TINY)
         heads = [head for head in family.heads if head != characteristic_head(model_type)]
         by_structure.setdefault(family.structure, []).append((model_type, heads))
-    chosen: list[tuple[str, str]] = []
-    for families in by_structure.values():
-        if full:
-            chosen += [(model_type, head) for model_type, heads in families for head in heads]
-            continue
-        wanted = sorted({head for _, heads in families for head in heads})
-        covered: set[str] = set()
-        turn = 0
-        for model_type, heads in families:  # every family once, taking the next head it has
-            head = next(h for h in wanted[turn:] + wanted[:turn] if h in heads)
-            chosen.append((model_type, head))
-            covered.add(head)
-            turn = (wanted.index(head) + 1) % len(wanted)
-        for head in wanted:  # and every head of the structure at least once
-            if head not in covered:
-                chosen.append((next(t for t, heads in families if head in heads), head))
-                covered.add(head)
-    return [pytest.param(t, h, id=f"{t}-{h}", marks=pytest.mark.slow) for t, h in dict.fromkeys(chosen)]
+    chosen = [pair for families in by_structure.values() for pair in covering(families)]
+    return [pytest.param(t, h, id=f"{t}-{h}", marks=pytest.mark.slow) for t, h in chosen]
 
 
 @pytest.mark.parametrize(("model_type", "head"), _head_cases())

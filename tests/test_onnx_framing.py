@@ -24,7 +24,7 @@ from bertgraph.onnx.framing import check_framing, model_without_data
 from bertgraph.onnx.save import VIEW_INLINE_BYTES, write_onnx
 from tests.helpers import fuzz_examples
 
-pytestmark = pytest.mark.onnx
+pytestmark = [pytest.mark.onnx, pytest.mark.xdist_group("onnx_framing")]  # its fixtures are built once, on one worker
 
 
 def _model() -> ir.Model:

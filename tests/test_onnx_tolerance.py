@@ -15,7 +15,7 @@ from bertgraph.model import build_model, resolve
 from bertgraph.onnx import verify
 from bertgraph.onnx.export import ExportableModel, OnnxExportResult
 
-pytestmark = pytest.mark.onnx
+pytestmark = [pytest.mark.onnx, pytest.mark.xdist_group("onnx_tolerance")]  # its fixtures are built once, on one worker
 
 HEAD = "sequence-classification"
 DOCUMENTED = 1e-4  # README: "the largest absolute difference must stay within 1e-4"
