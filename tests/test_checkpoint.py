@@ -14,6 +14,7 @@ from bertgraph.cli import main
 from bertgraph.errors import CheckpointError
 from bertgraph.model import build_model, resolve, safetensors_shapes
 from bertgraph.model.checkpoint import read_header
+from tests.conftest import TINY_CONFIG
 from tests.helpers import one_line_error
 
 
@@ -73,6 +74,30 @@ def test_pickled_checkpoint_needs_permission(tmp_path: Path) -> None:
         build_model(resolve(str(tmp_path)), weights=True)
     model = build_model(resolve(str(tmp_path), allow_pickle=True), weights=True)
     assert torch.equal(model.embeddings.word_embeddings.weight, saved.embeddings.word_embeddings.weight)
+
+
+def test_onnx_refuses_a_pickled_checkpoint_before_exporting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal comes first, not after a minute of export work that is then thrown away."""
+    from bertgraph import cli
+    from bertgraph.onnx import export
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert", **TINY_CONFIG}))
+    torch.save({"embeddings.word_embeddings.weight": torch.zeros(2, 2)}, folder / "pytorch_model.bin")
+
+    def exporting(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the export started before the checkpoint was refused")
+
+    monkeypatch.setattr(export, "_meta_model", exporting)
+    target = tmp_path / "m.onnx"
+    assert cli.main(["onnx", str(folder), "-o", str(target)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("bertgraph: error: ") and "pickled checkpoint" in err[-1] and "--allow-pickle" in err[-1]
+    assert not any("exporting" in line or "loading" in line for line in err[:-1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
 
 
 def test_checkpoint_that_does_not_fit_its_config(

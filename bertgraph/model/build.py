@@ -45,11 +45,8 @@ def build_model(
 
     model_class = model_class_of(spec)
     checkpoint = spec.weights_file()
-    if spec.weights is None and spec.pickle_weights is not None and not spec.allow_pickle and weights:
-        raise CheckpointError(
-            f"{spec.pickle_weights} is a pickled checkpoint, which can run code when loaded; "
-            "convert it to model.safetensors or pass --allow-pickle if you trust it"
-        )
+    if weights:
+        refuse_pickle(spec)
     # The config is the only input here: whatever transformers refuses in it is the user's to fix.
     config = make_config(spec, model_class)
     try:
@@ -85,6 +82,15 @@ def model_class_of(spec: ModelSpec) -> Any:
     variant = spec.family.variants[spec.model_type]
     module = importlib.import_module(variant.module)
     return getattr(module, spec.model_class)
+
+
+def refuse_pickle(spec: ModelSpec) -> None:
+    """A command that loads weights refuses a pickled-only checkpoint before any work (unless allowed)."""
+    if spec.weights is None and spec.pickle_weights is not None and not spec.allow_pickle:
+        raise CheckpointError(
+            f"{spec.pickle_weights} is a pickled checkpoint, which can run code when loaded; "
+            "convert it to model.safetensors or pass --allow-pickle if you trust it"
+        )
 
 
 def make_config(spec: ModelSpec, model_class: Any) -> Any:

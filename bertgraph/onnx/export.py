@@ -49,6 +49,7 @@ from bertgraph import interrupts
 from bertgraph.errors import OnnxError, first_line
 from bertgraph.files import check_writable, staging_folder
 from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
+from bertgraph.model.build import refuse_pickle
 from bertgraph.model.families.record import ENCODER_DECODER
 from bertgraph.onnx import memory, packages
 from bertgraph.onnx.framing import check_framing
@@ -247,6 +248,7 @@ def export_onnx_spec(
     target = check_writable(output)
     _check_opset(opset)
     check_readable(spec)
+    refuse_pickle(spec)  # before the export's minute, not after it
     timings: dict[str, float] = {}
     dtype = export_dtype(spec)
     # As in tracing: no automatic collection while torch.export and the exporter build their
