@@ -115,6 +115,7 @@ def key_material(spec: ModelSpec, kind: str = "trace") -> dict[str, Any]:
         "weights": _file_identity(spec.weights),
         "pickle": _file_identity(spec.pickle_weights) if spec.allow_pickle else None,
         "attention": spec.attention,
+        "dtype": spec.dtype,
         "versions": {
             "bertgraph": __version__,
             "code": _code_digest(),

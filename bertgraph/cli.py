@@ -204,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument(
         "--dtype",
         choices=COST_DTYPES,
-        help="count floating-point tensors and weights at this width; training arithmetic for it "
-        "(default: as traced, float32)",
+        help="build the model in this dtype (its own float32 casts kept) and count its tensors and weights so; "
+        "training arithmetic for it (default: float32; an .onnx file is counted at this width)",
     )
     cost.add_argument(
         "--generate",
@@ -323,6 +323,7 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
         seq_len=args.seq_len if seq_len is None else seq_len,
         allow_pickle=args.allow_pickle,
         attention=getattr(args, "attention", None),
+        dtype=getattr(args, "dtype", None),  # cost's --dtype: traced in it
     )
 
 

@@ -22,6 +22,7 @@ from bertgraph.graph import cost, memory, saved
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.model import build_model, example_inputs, resolve
+from bertgraph.tracing import trace
 from tests.generation_runs import config_dir, graph_of, head_of
 from tests.saved_tensors import saved_bytes
 
@@ -39,11 +40,13 @@ def graph_for(name: str, traced: Callable[..., Architecture]) -> nx.DiGraph:
     return traced("bert-tiny").graph if name == "bert" else graph_of(name)
 
 
-def measure(name: str, batch: int, seq: int, frozen: tuple[str, ...] = ()) -> tuple[int, dict[str, int]]:
+def measure(
+    name: str, batch: int, seq: int, frozen: tuple[str, ...] = (), dtype: torch.dtype = torch.float32
+) -> tuple[int, dict[str, int]]:
     """Bytes autograd saves in a real training forward, and the model's parameter sizes by name."""
     model_name, head = reference(name)
     spec = resolve(model_name, head, batch=batch, seq_len=seq)
-    model = build_model(spec, weights=True)
+    model = build_model(spec, weights=True).to(dtype)
     for parameter_name, parameter in model.named_parameters():
         parameter.requires_grad_(parameter_name not in frozen)
     sizes = {"batch": batch, "seq": seq, "tgt": seq}
@@ -62,6 +65,37 @@ def test_saved_activations_match_autograd(traced: Callable[..., Architecture], n
     # stronger than asked, since each rule accounts for its bytes: within 0.1 % (a layer norm's statistics
     # alone are under 5 %; T5 at 3 × 40 is 3,200 bytes short of 5.35 MB, the rest exact)
     assert abs(estimate - measured) <= 0.001 * measured, (estimate, measured)
+
+
+_HALF: dict[tuple[str, str], nx.DiGraph] = {}
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"), [(name, "bfloat16") for name in FAMILIES] + [("bert", "float16"), ("llama", "float16")]
+)
+def test_saved_activations_of_a_model_built_in_half_precision(name: str, dtype: str) -> None:
+    """Traced in the dtype (``cost --dtype``), so a norm's float32 computation is in the graph: exact against
+    a real model converted to it, as mixed-precision training with float32 master weights runs its forward."""
+    model_name, head = reference(name)
+    graph = trace(resolve(model_name, head, dtype=dtype))
+    sizes = {"batch": 2, "seq": 16, "tgt": 16}
+    estimate = cost.evaluate(saved.saved_activation_bytes(graph).bytes, sizes)
+    measured, _ = measure(name, 2, 16, dtype=getattr(torch, dtype))
+    assert estimate == measured, (estimate, measured)
+    _HALF[name, dtype] = graph
+
+
+def test_cost_dtype_traces_in_the_dtype(capsys: pytest.CaptureFixture[str]) -> None:
+    model_name, head = reference("llama")
+    argv = ["cost", model_name, "--head", head, "--dtype", "bfloat16", "--seq-len", "16", "--batch", "2"]
+    assert main([*argv, "--format", "json", "--no-cache"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    graph = _HALF.get(("llama", "bfloat16")) or trace(resolve(model_name, head, dtype="bfloat16"))
+    expected = cost.evaluate(saved.saved_activation_bytes(graph).bytes, {"batch": 2, "seq": 16})
+    assert report["memory"]["training_activation_bytes"] == [expected]
+    assert report["training"]["activations"]["dtype"] == "bfloat16"
+    numel = sum(int(row["numel"]) for row in g.parameter_rows(graph))
+    assert report["memory"]["parameter_bytes"] == 2 * numel
 
 
 @pytest.mark.parametrize("name", ["bert", "llama", "t5"])

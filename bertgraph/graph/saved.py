@@ -127,7 +127,8 @@ def _div(op: Op) -> Saves:
 @saves("aten.layer_norm")
 def _layer_norm(op: Op) -> Saves:
     rows = numel(op.inputs[0][:-1])
-    return Saves(args=(0,), new=((rows, FLOAT32), (rows, FLOAT32)))  # mean and reciprocal deviation
+    width = _width(op.dtype)  # the CPU kernel keeps them in the input's dtype
+    return Saves(args=(0,), new=((rows, width), (rows, width)))  # mean and reciprocal deviation
 
 
 @saves("aten.gelu", "aten.silu", "aten.pow", "aten.log", "aten.sin", "aten.cos", "aten.abs", "aten.erf")
@@ -170,6 +171,7 @@ def _attention(op: Op) -> Saves:
     scores = numel((*query[:-1], key[-2]))
     width = _width(op.dtype)
     if float(str(op.literals.get(TRAINING_DROPOUT, 0.0))) > 0:
+        width = max(width, FLOAT32)  # on the CPU the math kernel computes half-precision inputs in float32
         # the math kernel: scaled query and key, the softmax, its dropout noise and the dropped weights, and the
         # value as the batched product reads it: a contiguous copy (a view only at batch 1, left out of the formula)
         new = ((numel(query), width), (numel(key), width), (numel(value), width), *((scores, width),) * 3)

@@ -66,11 +66,18 @@ def build_model(
         dtypes = {name: entry.dtype for name, entry in entries.items()}
         check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
     if not weights:
-        return _fake_model(model_class, config, getattr(torch, dtype)) if fake else meta_model.eval()
+        return _fake_model(model_class, config, getattr(torch, dtype)) if fake else _in_dtype(meta_model, spec)
     torch.manual_seed(seed)
     if checkpoint is None:
-        return model_class(make_config(spec, model_class)).eval()
-    return _load_pretrained(model_class, make_config(spec, model_class), checkpoint)
+        return _in_dtype(model_class(make_config(spec, model_class)), spec)
+    return _in_dtype(_load_pretrained(model_class, make_config(spec, model_class), checkpoint), spec)
+
+
+def _in_dtype(model: Any, spec: ModelSpec) -> Any:
+    """The model in eval mode, converted to the spec's dtype when it names one (as ``model.to(torch.bfloat16)``)."""
+    import torch
+
+    return (model.to(getattr(torch, spec.dtype)) if spec.dtype else model).eval()
 
 
 def model_class_of(spec: ModelSpec) -> Any:

@@ -121,6 +121,8 @@ MULTIPLE_CHOICE_EXAMPLE = 4
 DEFAULT_SEQ_LEN = 128
 # The attention implementations a model can be built with (transformers' attn_implementation).
 ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
+# The floating dtypes a model can be built in for tracing.
+BUILD_DTYPES = ("float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,8 @@ class ModelSpec:
         config_path: the config.json the config came from, for error messages.
         attention: the attention implementation asked for (``eager`` or ``sdpa``); ``None``:
             the one transformers picks (``sdpa`` where the model has it).
+        dtype: the floating dtype the model is built in for tracing (``bfloat16``: its casts,
+            such as a norm computing in float32, are then in the graph); ``None``: float32.
     """
 
     reference: str
@@ -154,6 +158,7 @@ class ModelSpec:
     config_path: Path | None = None
     overrides: dict[str, int] = field(default_factory=dict)
     attention: str | None = None
+    dtype: str | None = None
 
     @property
     def family(self) -> Family:
@@ -242,6 +247,7 @@ def resolve(
     seq_len: int | None = None,
     allow_pickle: bool = False,
     attention: str | None = None,
+    dtype: str | None = None,
 ) -> ModelSpec:
     """Turn a model reference into a validated :class:`ModelSpec`.
 
@@ -254,6 +260,7 @@ def resolve(
             model has fewer positions.
         allow_pickle: permit a pickled ``pytorch_model.bin`` checkpoint.
         attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where it exists).
+        dtype: ``float32``, ``float16`` or ``bfloat16``: build the model in it (default float32).
 
     Raises:
         ModelReferenceError, ConfigError: with a one-line message saying what to do.
@@ -267,6 +274,8 @@ def resolve(
         raise ConfigError(f"unknown head {head!r}; choose one of: {', '.join(HEAD_NAMES)}")
     if attention not in (None, *ATTENTION_IMPLEMENTATIONS):
         raise ConfigError(f"unknown attention {attention!r}; choose one of: {', '.join(ATTENTION_IMPLEMENTATIONS)}")
+    if dtype not in (None, *BUILD_DTYPES):
+        raise ConfigError(f"unknown dtype {dtype!r}; choose one of: {', '.join(BUILD_DTYPES)}")
     name, source, config, config_path, directory = _locate(reference)
     origin = config_path or Path(name)
     family = family_for(config, origin)
@@ -318,6 +327,7 @@ def resolve(
         config_path=config_path,
         overrides=clean,
         attention=attention,
+        dtype=None if dtype == "float32" else dtype,
     )
     if spec.max_positions is not None and spec.max_positions < 1:
         name = family.sizes["max_position"]
