@@ -271,3 +271,14 @@ def test_presets_have_their_published_architecture(preset: str, traced: Callable
     assert graph.graph[g.G_ATTENTION] == attention
     assert graph.graph[g.G_POSITION] == dict.fromkeys(attention, position)
     assert {(data[g.Q_HEADS], data[g.KV_HEADS]) for data in attention_ops(graph)} == {heads}
+
+
+def test_annotating_a_copy_leaves_the_traced_graph_as_it_was(
+    tiny_graph: Callable[[str, str], tuple[Any, nx.DiGraph]],
+) -> None:
+    """``graph.copy()`` shares the module table; the facts of a copy must not leak into the original."""
+    _, traced = tiny_graph("bart", "base")
+    before = "".join(graph_io.generate_json(traced))
+    annotated = facts.annotate(traced.copy())
+    assert annotated.graph[g.G_MODULES]["encoder.layers.0.self_attn"][g.ATTENTION] == "bidirectional"
+    assert "".join(graph_io.generate_json(traced)) == before
