@@ -145,6 +145,17 @@ def test_shared_layer_is_found_with_its_calls(
     assert g.total_params(graph) == 11_683_584
 
 
+@pytest.mark.parametrize("layers", [1, 2])
+def test_a_layer_run_twice_is_shared_and_once_is_not(layers: int, tmp_path: Path) -> None:
+    """The smallest cases: ALBERT with 2 layers runs its one layer twice (shared); with 1, once (not shared)."""
+    (tmp_path / "config.json").write_text(json.dumps({**TINY["albert"], "num_hidden_layers": layers}))
+    arch = bertgraph.trace(str(tmp_path), cache=False)
+    layer = "encoder.albert_layer_groups.0"
+    assert arch.graph.graph.get(g.G_SHARED, {}) == ({layer: 2} if layers == 2 else {})
+    drawn = arch.to_dot(depth=2)
+    assert ("× 2 · shared weights" in drawn) == (layers == 2)
+
+
 @pytest.mark.parametrize("model_type", sorted(set(TINY) - {"albert"}))
 def test_no_shared_layers_elsewhere(model_type: str, family_graph: Callable[[str], nx.DiGraph]) -> None:
     # DeBERTa runs its query and key projections twice per layer: weights shared inside a layer, no shared layer.
