@@ -118,6 +118,9 @@ FAMILY_OPS = [
     ("llama", "base", "layers.0.self_attn:reshape", "0", "0"),
     # ... and attention counts every query head: 2·2·4·8 per score; softmax 3 + scale 1 + mask 1.
     ("llama", "base", "layers.0.self_attn:scaled_dot_product_attention", "128*batch*seq**2", "20*batch*seq**2"),
+    # LayerNorm: normalise 3 per element, +1 for the weight, +1 for the bias; ModernBERT's has no bias.
+    ("bert", "base", "embeddings.LayerNorm", "0", "160*batch*seq"),
+    ("modernbert", "base", "layers.1.attn_norm", "0", "128*batch*seq"),
     # T5's RMS norm, like LLaMA's.
     ("t5", "base", "encoder.block.1.layer.1.layer_norm", "0", "130*batch*seq"),
     # T5's relative buckets: integer arithmetic is free; log of the float distances, two divisions and a scale.

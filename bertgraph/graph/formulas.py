@@ -19,7 +19,10 @@ floating-point arithmetic, math functions, activations          1 per element
 tanh, erf, sigmoid, GELU, ReLU, SiLU, abs, clamp, min/max, …),
 a bias added by linear/addmm/baddbmm/convolution, cumsum
 softmax, log-softmax                                            3 per element
-layer norm                                                      5 per element (4 without
+layer norm                                                      3 per element to normalise,
+                                                                +1 for a weight, +1 for a
+                                                                bias (5 with both)
+group, batch, instance norm                                     5 per element (4 without
                                                                 a weight)
 RMS norm (``aten.rms_norm``)                                    4 per element (3 without)
 mean, sum                                                       1 per *input* element
@@ -255,6 +258,16 @@ def _normalisation(with_weight: int, without: int) -> Formula:
     return count
 
 
+def _affine_normalisation(normalise: int) -> Formula:
+    """``normalise`` per element, plus one per affine tensor present (weight, bias): a
+    bias-free LayerNorm (ModernBERT) does one less than BERT's."""
+
+    def count(call: Call) -> Flops:
+        return Flops(ZERO, (normalise + min(len(call.inputs) - 1, 2)) * numel(call.out))
+
+    return count
+
+
 def _zero(call: Call) -> Flops:
     return Flops(ZERO, ZERO)
 
@@ -300,7 +313,8 @@ for _name in _ATEN_REDUCTIONS:
     formula(f"aten.{_name}")(_per_input_element)
 for _name in _ATEN_FREE:
     formula(f"aten.{_name}")(_zero)
-formula("aten.layer_norm", "aten.group_norm", "aten.batch_norm", "aten.instance_norm")(_normalisation(5, 4))
+formula("aten.layer_norm")(_affine_normalisation(3))
+formula("aten.group_norm", "aten.batch_norm", "aten.instance_norm")(_normalisation(5, 4))
 formula("aten.rms_norm")(_normalisation(4, 3))
 
 _ONNX_ELEMENTWISE = _names(
@@ -319,5 +333,5 @@ for _name in _ONNX_FREE:
     formula(f"onnx::{_name}")(_zero)
 formula("onnx::Softmax", "onnx::LogSoftmax")(_per_element(3))
 formula("onnx::ReduceMean", "onnx::ReduceSum")(_per_input_element)
-formula("onnx::LayerNormalization")(_normalisation(5, 4))
+formula("onnx::LayerNormalization")(_affine_normalisation(3))
 formula("onnx::SimplifiedLayerNormalization", "onnx::RMSNormalization")(_normalisation(4, 3))
