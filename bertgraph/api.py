@@ -202,6 +202,7 @@ def trace(
     cache: bool = True,
     allow_pickle: bool = False,
     attention: str | None = None,
+    dtype: str | None = None,
     **overrides: int,
 ) -> Architecture:
     """Trace a model offline and return its :class:`Architecture`.
@@ -215,11 +216,13 @@ def trace(
         seq_len, batch: the example input size (shown symbolically in shapes).
         cache: use the on-disk graph cache.
         attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where the model has it).
+        dtype: build the model in ``float16``, ``bfloat16`` or ``float32`` (default: its config's).
         overrides: ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``intermediate``, ``vocab``,
             ``num_labels``.
     """
     spec = resolve(
-        model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle, attention=attention
+        model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle, attention=attention,
+        dtype=dtype,
     )
     return load(spec, use_cache=cache)
 

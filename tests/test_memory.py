@@ -102,6 +102,15 @@ def test_peak_is_computed_per_size_and_dtype(traced: Callable[..., Architecture]
     assert half.bytes < short.bytes  # float tensors at two bytes, masks and ids unchanged
 
 
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_peak_at_a_dtype_equals_the_peak_of_the_model_built_in_it(half: str, traced: Callable[..., Architecture]) -> None:
+    """Counting floats at ``dtype`` is what building the model in it gives: ids and masks keep their widths."""
+    single = traced("bert-tiny").graph
+    built = traced("bert-tiny", dtype=half).graph
+    for sizes in ({"batch": 1, "seq": 128}, {"batch": 2, "seq": 16}):
+        assert memory.peak_activation(single, sizes, dtype=half) == memory.peak_activation(built, sizes)
+
+
 def test_inputs_and_parameters_are_counted_apart(traced: Callable[..., Architecture]) -> None:
     graph = traced("bert-base-uncased").graph
     assert memory.input_bytes(graph, {"batch": 1, "seq": 128}) == 3 * 128 * 8  # three int64 [1, 128]
