@@ -183,14 +183,20 @@ def load(spec: ModelSpec, *, use_cache: bool = True) -> Architecture:
         cached = cache.load(spec)
         if cached is not None:
             return Architecture(cached)
+    graph = annotated_trace(spec)
+    if use_cache:
+        cache.store(spec, graph)
+    return Architecture(graph)
+
+
+def annotated_trace(spec: ModelSpec) -> nx.DiGraph:
+    """One trace of ``spec`` with its costs and architecture facts: what every cache entry holds,
+    whoever writes it (the command line, the API, the docs plugins)."""
     from bertgraph.graph import facts
     from bertgraph.graph.cost import annotate
     from bertgraph.tracing import trace as trace_spec
 
-    graph = facts.annotate(annotate(trace_spec(spec)))
-    if use_cache:
-        cache.store(spec, graph)
-    return Architecture(graph)
+    return facts.annotate(annotate(trace_spec(spec)))
 
 
 def trace(

@@ -122,3 +122,22 @@ def test_a_layout_that_fails_is_left_for_its_directive(tmp_path: Path, monkeypat
     assert not (tmp_path / "drawings").exists()
     with pytest.raises(RenderError, match="Graphviz's dot program is not installed"):
         draw.html(REQUESTS[0])
+
+
+def test_docs_store_in_the_cache_what_the_command_line_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A docs build fills the same cache entries the command line reads: costed, with the facts read."""
+    from bertgraph import api, cache
+    from bertgraph.graph import schema as g
+
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(renderer, "_GRAPHS", {})  # this process's memo: the entry must be written here
+    spec = DiagramRequest("bert-tiny", head="multiple-choice").spec()
+    renderer.graph_of(spec)
+    stored = cache.load(spec)
+    assert stored is not None
+    expected = api.annotated_trace(spec)
+    assert "".join(graph_io.generate_json(stored)) == "".join(graph_io.generate_json(expected))
+    assert stored.graph[g.G_ATTENTION]
+    assert all(g.PARAM_BYTES in data for _, data in stored.nodes(data=True) if data[g.KIND] == g.OPERATOR)

@@ -62,9 +62,9 @@ def graph_of(spec: ModelSpec, on_trace: Callable[[str], None] | None = None) -> 
             with cache.building(spec) if use_cache else contextlib.nullcontext():
                 graph = cache.load(spec) if use_cache else None
                 if graph is None:
-                    from bertgraph.tracing import trace
+                    from bertgraph.api import annotated_trace
 
-                    graph = trace(spec)
+                    graph = annotated_trace(spec)
                     _set_aside_what_lives_on()
                     if use_cache:
                         cache.store(spec, graph)
