@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph.api import Architecture
+from tests.conftest import TINY_CONFIG as TINY_BERT_CONFIG
 from tests.conftest import require
 
 PROJECT = Path(__file__).parent / "docs_projects" / "sphinx"
@@ -42,10 +44,17 @@ class Build:
         return [line for line in self.log.splitlines() if marker in line]
 
 
-def sphinx_build(source: Path, out: Path, *options: str, builder: str = "html", cache: Path | None = None) -> Build:
-    """Run the real sphinx-build (``python -m sphinx``) as its own process."""
+def sphinx_build(
+    source: Path,
+    out: Path,
+    *options: str,
+    builder: str = "html",
+    cache: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Build:
+    """Run the real sphinx-build (``python -m sphinx``) as its own process (``env`` added to this one's)."""
     require(shutil.which("dot") is not None, "Graphviz dot is not installed")
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     if cache is not None:
         env["BERTGRAPH_CACHE_DIR"] = str(cache)
     done = subprocess.run(
@@ -201,3 +210,37 @@ def test_builds_side_by_side_trace_each_model_once(tmp_path: Path) -> None:
         line.split("traced ")[1] for log in logs for line in log.splitlines() if "bertgraph: traced" in line
     ]
     assert sorted(traced_models) == ["bert-tiny (base)", "bert-tiny (sequence-classification)"], logs
+
+
+def _local_model_project(folder: Path) -> Path:
+    """A one-page project drawing a model from a config folder beside the page."""
+    source = folder / "src"
+    (source / "model").mkdir(parents=True)
+    (source / "conf.py").write_text('project = "local"\nextensions = ["bertgraph.sphinx"]\n', encoding="utf-8")
+    (source / "index.rst").write_text(
+        "Local model\n===========\n\nA model of our own.\n\n.. bertgraph:: model\n   :depth: 2\n", encoding="utf-8"
+    )
+    return source
+
+
+def _write_config(source: Path, layers: int) -> None:
+    config = {"model_type": "bert", **TINY_BERT_CONFIG, "num_hidden_layers": layers}
+    (source / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def test_a_config_edit_redraws_its_page_and_a_drawing_failure_warns_with_its_line(tmp_path: Path) -> None:
+    source = _local_model_project(tmp_path)
+    _write_config(source, layers=2)
+    first = sphinx_build(source, tmp_path / "html")
+    assert first.returncode == 0 and not first.lines("WARNING"), first.log
+    assert "BertLayer × 2" in first.page("index")
+    _write_config(source, layers=3)  # the config changes, the page does not
+    edited = sphinx_build(source, tmp_path / "html")
+    assert len(edited.lines("bertgraph: drew")) == 1, edited.log
+    assert edited.page("index") != first.page("index")
+    assert "BertLayer × 3" in edited.page("index")
+    # Without Graphviz on the PATH the drawing fails at write time: one warning at the directive's line.
+    (source / "index.rst").write_text((source / "index.rst").read_text() + "   :theme: dark\n", encoding="utf-8")
+    without_dot = sphinx_build(source, tmp_path / "html", env={"PATH": str(Path(sys.executable).parent)})
+    warnings = without_dot.lines("WARNING")
+    assert len(warnings) == 1 and f"{source / 'index.rst'}:6: WARNING: bertgraph:" in warnings[0], without_dot.log
