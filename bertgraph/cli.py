@@ -530,7 +530,16 @@ def cmd_cost(args: argparse.Namespace) -> int:
     cost.check_products_counted(arch.graph, name=str(args.model))
     frozen = _frozen(arch.graph, args.freeze)
     batch = args.batch or 1
-    sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
+    if _is_onnx(args):
+        from bertgraph.onnx.read import sized_example
+
+        # Every sequence dimension of the file, however its exporter named them, at each length.
+        sizes = [
+            cost.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
+            for n, d in zip(lengths, decoders)
+        ]
+    else:
+        sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
     report = cost.cost_report(
         arch.graph,
         sizes,

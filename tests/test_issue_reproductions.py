@@ -493,3 +493,27 @@ def test_report_of_an_onnx_file_sizes_its_named_dimensions(
     assert f"batch\\_size={batch}" in target.read_text()  # Markdown-escaped
     assert main(["cost", str(model), *options, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["sizes"][0]["batch_size"] == batch
+
+
+def test_cost_of_an_onnx_file_sizes_its_named_sequence_at_every_length(tmp_path: Path, capsys: Any) -> None:
+    """Several --seq-len sized another exporter's ``sequence_length`` from the first value only."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="/encoder/dense/MatMul")
+    dims = ["batch_size", "sequence_length", 4]
+    graph = helper.make_graph(
+        [node],
+        "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+        [weight],
+    )
+    model = tmp_path / "named.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch"), model)
+    assert main(["cost", str(model), "--seq-len", "8", "32", "--batch", "2", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sizes"] == [{"batch_size": 2, "sequence_length": n} for n in (8, 32)]
+    assert report["total"]["matmul_flops"]["values"] == [2 * 2 * n * 4 * 4 for n in (8, 32)]

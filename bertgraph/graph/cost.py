@@ -217,14 +217,20 @@ def has_decoder_length(graph: nx.DiGraph) -> bool:
 
 
 def sizes_for(
-    graph: nx.DiGraph, seq: int | None = None, batch: int | None = None, decoder: int | None = None
+    graph: nx.DiGraph,
+    seq: int | None = None,
+    batch: int | None = None,
+    decoder: int | None = None,
+    example: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
-    """The example sizes of ``graph`` with ``seq``, ``batch`` and the decoder length replaced where given.
+    """The example sizes of ``graph`` (or ``example``) with ``seq``, ``batch`` and the decoder
+    length replaced where given.
 
     An encoder-decoder's decoder is as long as its input unless ``decoder`` says otherwise,
     as in the example bertgraph traces.
     """
-    sizes = {str(k): int(v) for k, v in graph.graph.get(g.G_EXAMPLE, {}).items()}
+    given = graph.graph.get(g.G_EXAMPLE, {}) if example is None else example
+    sizes = {str(k): int(v) for k, v in given.items()}
     if seq is not None:
         sizes[sequence_name(graph)] = seq
         if DECODER in sizes:
