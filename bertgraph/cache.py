@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator
@@ -134,6 +135,33 @@ def key(spec: ModelSpec, kind: str = "trace") -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+
+# Temporary entries of earlier bertgraph versions (``tmpXXXXXXXX.tmp``, ``.entry.XXXXXXXX.tmp``):
+# they carry no pid, so only their age tells they are abandoned; a write takes seconds.
+_OLD_TEMPORARY = re.compile(r"^(?:tmp|\.entry\.)[a-z0-9_]{8}\.tmp$")
+OLD_TEMPORARY_AGE = 3600.0  # seconds
+
+
+def remove_old_temporaries(directory: Path) -> list[Path]:
+    """Remove temporary files an earlier version left in the cache folder over an hour ago."""
+    import time
+
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not _OLD_TEMPORARY.match(entry.name) or not entry.is_file(follow_symlinks=False):
+            continue
+        with contextlib.suppress(OSError):
+            if now - entry.stat(follow_symlinks=False).st_mtime > OLD_TEMPORARY_AGE:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
 def entry_path(spec: ModelSpec) -> Path:
     return cache_dir() / f"{key(spec)}.json"
 
@@ -235,6 +263,7 @@ def store(spec: ModelSpec, graph: nx.DiGraph) -> None:
         body = json.dumps(graph_io.to_node_link(graph), separators=(",", ":")).encode()
         header = {"format": FORMAT, "key": key_material(spec), "digest": hashlib.sha256(body).hexdigest()}
         remove_stale_in(directory)
+        remove_old_temporaries(directory)
         handle, temporary = temporary_file(entry_path(spec))
         with os.fdopen(handle, "wb") as stream:
             stream.write(json.dumps(header, separators=(",", ":")).encode() + b"\n" + body)

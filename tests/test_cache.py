@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,3 +204,22 @@ def test_no_cache_variable_switches_the_cache_off_unless_empty_or_zero(
     else:
         monkeypatch.setenv("BERTGRAPH_NO_CACHE", value)
     assert cache.enabled() is on
+
+
+def test_temporaries_an_earlier_version_left_are_removed_once_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, traced: Any
+) -> None:
+    """Earlier versions named their temporary entries without a pid: removed when over an hour old."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(folder))
+    old = [folder / "tmpab12cd_3.tmp", folder / ".entry.zz9y8x7w.tmp"]
+    fresh = folder / ".entry.q1w2e3r4.tmp"
+    other = folder / "notes.tmp"  # not a name bertgraph ever used
+    for path in (*old, fresh, other):
+        path.write_bytes(b"partial")
+    for path in (*old, other):
+        os.utime(path, (1_000_000, 1_000_000))
+    cache.store(resolve("bert-tiny"), traced("bert-tiny").graph)
+    assert [path.exists() for path in (*old, fresh, other)] == [False, False, True, True]
+    assert cache.load(resolve("bert-tiny")) is not None
