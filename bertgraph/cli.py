@@ -12,6 +12,7 @@ import gc
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -823,8 +824,24 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+# One line at a time on stderr: progress also comes from the export's reference thread.
+_STDERR_LOCK = threading.Lock()
+
+
 def _warn(message: str) -> None:
-    print(f"bertgraph: {message}", file=sys.stderr)
+    """A progress or warning line; none once a signal stopped the run, so "interrupted" stays the last."""
+    from bertgraph import interrupts
+
+    with _STDERR_LOCK:
+        if interrupts.received() is None:
+            sys.stderr.write(f"bertgraph: {message}\n")
+            sys.stderr.flush()
+
+
+def _say_interrupted() -> None:
+    with _STDERR_LOCK:
+        sys.stderr.write("bertgraph: interrupted\n")
+        sys.stderr.flush()
 
 
 def run() -> None:
@@ -850,7 +867,7 @@ def run() -> None:
     try:
         status = main()
     except KeyboardInterrupt:  # a signal before main() could catch it
-        print("bertgraph: interrupted", file=sys.stderr)
+        _say_interrupted()
         status = 130
     interrupts.disarm()  # the work is done: a late signal changes nothing
     signum = interrupts.received()
@@ -890,7 +907,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bertgraph: error: {one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("bertgraph: interrupted", file=sys.stderr)
+        _say_interrupted()
         return 130
     except BrokenPipeError:
         # The reader went away (``| head -1``): nothing more to say, and nobody to say it to.

@@ -194,3 +194,33 @@ def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid
+
+
+def test_no_progress_line_follows_the_interrupted_line() -> None:
+    """The export's reference thread kept printing progress after "interrupted", even mid-line."""
+    probe = textwrap.dedent(
+        """
+        import os, signal, sys, threading, time
+        from bertgraph import cli, interrupts
+        interrupts.install()
+        stop = threading.Event()
+        def chatter():
+            while not stop.is_set():
+                cli._warn("running PyTorch at batch 3 × sequence 45")
+        worker = threading.Thread(target=chatter)
+        worker.start()
+        try:
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            cli._say_interrupted()
+        time.sleep(0.2)
+        stop.set()
+        worker.join()
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "bertgraph: interrupted", done.stderr[-500:]
+    assert all(line in ("bertgraph: interrupted", "bertgraph: running PyTorch at batch 3 × sequence 45") for line in lines)
