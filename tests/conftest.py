@@ -7,7 +7,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
@@ -59,6 +59,24 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 _TRACED: dict[tuple[str, str, tuple[tuple[str, int], ...]], Architecture] = {}
+_ONCE: dict[Any, Any] = {}
+
+
+@pytest.fixture(scope="session")
+def once() -> Callable[[Any, Callable[[], Any]], Any]:
+    """``once(key, build)``: what ``build()`` returns, made once per test process.
+
+    A module-scoped fixture is torn down whenever the worker moves to another module's
+    tests, and with ``--dist loadgroup`` a worker interleaves modules: an expensive fixture
+    (an ONNX export, a browser page) is kept here instead, for the whole session.
+    """
+
+    def get(key: Any, build: Callable[[], Any]) -> Any:
+        if key not in _ONCE:
+            _ONCE[key] = build()
+        return _ONCE[key]
+
+    return get
 
 
 @pytest.fixture(scope="session")

@@ -64,8 +64,12 @@ class Export:
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def checkpoints(tmp_path_factory: pytest.TempPathFactory, once: Any) -> dict[str, Path]:
     """A tiny random checkpoint per head, each saved from that head's class (safetensors)."""
+    return once("onnx-checkpoints", lambda: _save_checkpoints(tmp_path_factory))
+
+
+def _save_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folders = {}
     for index, (head, class_name) in enumerate(HEADS.items()):
         folder = tmp_path_factory.mktemp(f"tiny-{head}")
@@ -88,9 +92,13 @@ def _export_cases() -> list[Any]:
 
 @pytest.fixture(scope="module", params=_export_cases())
 def exported(
-    request: pytest.FixtureRequest, checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory, once: Any
 ) -> Export:
     source, head = request.param
+    return once(("onnx-export", source, head), lambda: _export(source, head, checkpoints, tmp_path_factory))
+
+
+def _export(source: str, head: str, checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Export:
     folder = tmp_path_factory.mktemp(f"onnx-{source}-{head}")
     if source == "bert-tiny":
         path = folder / "model.onnx"
@@ -214,10 +222,13 @@ def test_onnx_graph_matches_pytorch_parameters(exported: Export) -> None:
 
 
 @pytest.fixture(scope="module")
-def base_export(tmp_path_factory: pytest.TempPathFactory, checkpoints: dict[str, Path]) -> Export:
-    spec = resolve(str(checkpoints["base"]), "base", seq_len=TINY_SEQ)
-    path = tmp_path_factory.mktemp("base") / "base.onnx"
-    return Export("tiny", spec, path, export_onnx_spec(spec, path), checkpoints["base"])
+def base_export(tmp_path_factory: pytest.TempPathFactory, checkpoints: dict[str, Path], once: Any) -> Export:
+    def build() -> Export:
+        spec = resolve(str(checkpoints["base"]), "base", seq_len=TINY_SEQ)
+        path = tmp_path_factory.mktemp("base") / "base.onnx"
+        return Export("tiny", spec, path, export_onnx_spec(spec, path), checkpoints["base"])
+
+    return once("onnx-base-export", build)
 
 
 def test_graph_nodes_carry_modules_shapes_and_parameters(base_export: Export) -> None:

@@ -96,8 +96,12 @@ class Exported:
 
 
 @pytest.fixture(scope="module", params=_cases())
-def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Exported:
+def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, once: Any) -> Exported:
     model_type = request.param
+    return once(("onnx-family", model_type), lambda: _export_family(model_type, tmp_path_factory))
+
+
+def _export_family(model_type: str, tmp_path_factory: pytest.TempPathFactory) -> Exported:
     head = characteristic_head(model_type)
     root = tmp_path_factory.mktemp(f"onnx-{model_type}")
     folder = save_tiny(root / "checkpoint", model_type, head)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -23,9 +24,12 @@ NUDGE = 1e-3  # well above the documented tolerance, far below a loosened one
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, OnnxExportResult]:
-    path = tmp_path_factory.mktemp("tolerance") / "model.onnx"
-    return path, bertgraph.export_onnx("bert-tiny", path, head=HEAD)  # the public API, default tolerance
+def exported(tmp_path_factory: pytest.TempPathFactory, once: Any) -> tuple[Path, OnnxExportResult]:
+    def build() -> tuple[Path, OnnxExportResult]:
+        path = tmp_path_factory.mktemp("tolerance") / "model.onnx"
+        return path, bertgraph.export_onnx("bert-tiny", path, head=HEAD)  # the public API, default tolerance
+
+    return once("onnx-tolerance", build)
 
 
 def _wrapper() -> ExportableModel:
