@@ -223,3 +223,23 @@ def test_temporaries_an_earlier_version_left_are_removed_once_old(
     cache.store(resolve("bert-tiny"), traced("bert-tiny").graph)
     assert [path.exists() for path in (*old, fresh, other)] == [False, False, True, True]
     assert cache.load(resolve("bert-tiny")) is not None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        (g.G_STACKS, ["encoder.layer"]),
+        (g.G_STACKS, {"encoder.layer": "sideways"}),
+        (g.G_STACKS, None),
+        (g.G_STRUCTURE, 3),
+        (g.G_FAMILY, ["bert"]),
+    ],
+)
+def test_a_forged_entry_with_malformed_stacks_is_not_served(key: str, value: Any, traced: Any) -> None:
+    """Served, these crashed every diagram and summary ('unhashable type: list')."""
+    from bertgraph.graph.validate import graph_problem
+
+    graph = traced("bert-tiny").graph.copy()
+    assert graph_problem(graph) is None
+    graph.graph[key] = value
+    assert graph_problem(graph) is not None

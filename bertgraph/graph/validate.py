@@ -163,8 +163,17 @@ def _facts_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
+_STACK_KINDS = ("encoder", "decoder")
+
+
 def _graph_facts_problem(attrs: dict[str, Any]) -> str | None:
-    """The graph-level summaries of the facts pass, when present."""
+    """The graph-level summaries of the facts pass and the family record, when present."""
+    for key in (g.G_FAMILY, g.G_MODEL_TYPE, g.G_STRUCTURE):
+        if key in attrs and not isinstance(attrs[key], str):
+            return f"graph attribute {key!r} is not a string"
+    stacks = attrs.get(g.G_STACKS, {})
+    if not (isinstance(stacks, dict) and all(isinstance(k, str) and v in _STACK_KINDS for k, v in stacks.items())):
+        return "the stacks are not a mapping of layer lists to encoder or decoder"
     kinds = attrs.get(g.G_ATTENTION, {})
     if not (isinstance(kinds, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in kinds.items())):
         return "the attention kinds are not a mapping of stacks"
