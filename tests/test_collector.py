@@ -109,7 +109,9 @@ def test_objects_someone_else_froze_stay_frozen(collecting: None) -> None:
             settle()
             left = weakref.ref(_Cycle())
         assert left() is None
-        assert gc.get_freeze_count() >= frozen
+        # Unfrozen, the count would fall to about nothing; a frozen object freed by reference
+        # counting meanwhile (another test's leftovers) lowers it by one.
+        assert gc.get_freeze_count() >= frozen - 100
     finally:
         gc.unfreeze()
 
