@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from bertgraph.graph.views import view
 from bertgraph.model import ModelSpec
 from bertgraph.render import diagram, dot, mermaid
 from tests import drawn
+from tests.conftest import require
 from tests.graph_fixtures import FIXTURES, bert_tiny
 from tests.helpers import one_line_error
 
@@ -47,6 +50,7 @@ class Laid:
 
 
 def lay_out(source: str) -> Laid:
+    require(shutil.which("dot") is not None, "Graphviz dot is not installed (apt-get install graphviz)")
     done = subprocess.run(["dot", "-Tjson"], input=source.encode(), capture_output=True, check=True)
     data = json.loads(done.stdout)
     names = {item["_gvid"]: item["name"] for item in data.get("objects", [])}
@@ -216,6 +220,26 @@ def test_cli_draws_without_labels(tmp_path: Path, capsys: pytest.CaptureFixture[
 # --- the docs integrations ----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Site:
+    returncode: int
+    log: str
+    page: str
+
+    def lines(self, marker: str) -> list[str]:
+        return [line for line in self.log.splitlines() if marker in line]
+
+
+def mkdocs_build(root: Path) -> Site:
+    """``mkdocs build`` of the project in ``root`` (as tests/test_docs_mkdocs.py runs it)."""
+    require(shutil.which("dot") is not None, "Graphviz dot is not installed (apt-get install graphviz)")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build"], cwd=root, capture_output=True, text=True, timeout=600, check=False
+    )
+    index = root / "site" / "index.html"
+    return Site(done.returncode, done.stdout + done.stderr, index.read_text() if index.exists() else "")
+
+
 def test_docs_option_is_checked_and_keys_the_drawing() -> None:
     plain = docs_request.parse({"model": "bert-tiny"})
     none = docs_request.parse({"model": "bert-tiny", "edge-labels": "none"})
@@ -235,3 +259,36 @@ def test_docs_mermaid_drawing_has_no_edge_labels() -> None:
     request = docs_request.parse(fence_options("model: bert-tiny\nlayers: 3\nformat: mermaid\nedge-labels: none"))
     text = DiagramRenderer(None).mermaid(request)
     assert "-->" in text and not MERMAID_LABEL.findall(text)
+
+
+def _labelled_edges(source: str) -> list[str]:
+    return [line for line in source.splitlines() if " -> " in line and "label=" in line]
+
+
+def test_interactive_page_and_docs_svg_draw_without_labels() -> None:
+    from bertgraph.docs.renderer import _svg_source
+    from bertgraph.render import html
+
+    graph = bert_tiny("base")
+    assert _labelled_edges(html._depth_records(graph, DEPTH, True, None)[0])
+    assert not _labelled_edges(html._depth_records(graph, DEPTH, True, None, "none")[0])
+    request = docs_request.parse({"model": "bert-tiny", "layers": 3, "edge-labels": "none"})
+    assert not _labelled_edges(_svg_source(graph, None, request))
+
+
+@pytest.mark.slow
+def test_mkdocs_fence_draws_without_labels_and_redraws_when_the_key_changes(tmp_path: Path) -> None:
+    fence = "```bertgraph\nmodel: bert-tiny\nlayers: 3\ndepth: 2\n{}```\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: edge labels\nplugins:\n  - bertgraph\n")
+    page = tmp_path / "docs" / "index.md"
+    page.write_text("\n".join([fence.format(""), fence.format("edge-labels: none\n")]))
+    first = mkdocs_build(tmp_path)
+    assert first.returncode == 0, first.log
+    shapes, none = re.findall(r"<svg .*?</svg>", first.page, re.DOTALL)
+    edges = view(bert_tiny("base"), DEPTH).number_of_edges()
+    assert shapes.count("<text") - none.count("<text") == edges  # each edge's label, and nothing else
+    page.write_text(page.read_text().replace("edge-labels: none", "edge-labels: changes"))
+    again = mkdocs_build(tmp_path)
+    drawn_now = again.lines("bertgraph: drew")
+    assert len(drawn_now) == 1 and "edge labels changes" in drawn_now[0], again.log

@@ -475,10 +475,8 @@ def _shape_label(data: dict[str, Any]) -> str:
 def _shape_changes(shown: nx.DiGraph, source: str, target: str) -> bool:
     """Whether edge ``source → target`` carries a shape none of the edges into ``source`` carries.
 
-    An input's edges always count as changes: they are where a reader first learns the shapes.
+    Nothing enters an input, so its edges always count: they are where a reader first learns the shapes.
     """
-    if shown.nodes[source].get(g.KIND) == g.INPUT:
-        return True
     entering = {_shape_label(data) for _, _, data in shown.in_edges(source, data=True)}
     return _shape_label(shown.edges[source, target]) not in entering
 
