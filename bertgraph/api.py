@@ -103,10 +103,12 @@ class Architecture:
         theme: str = "light",
         compare: Architecture | None = None,
         annotate: str | None = None,
+        edge_labels: str = "shapes",
     ) -> str:
         """Graphviz DOT source of the diagram (``compare`` draws a second variant beside it).
 
         ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node, coloured by share.
+        ``edge_labels``: ``shapes`` on every edge, only where the shape ``changes``, or ``none``.
         """
         from bertgraph.render import dot
 
@@ -117,6 +119,7 @@ class Architecture:
             theme=theme,
             compare=compare.graph if compare else None,
             annotate=annotate,
+            edge_labels=edge_labels,
         )
 
     def to_mermaid(
@@ -127,6 +130,7 @@ class Architecture:
         theme: str = "light",
         compare: Architecture | None = None,
         annotate: str | None = None,
+        edge_labels: str = "shapes",
     ) -> str:
         """Mermaid flowchart source; folds or goes shallower to stay within Mermaid's limits."""
         from bertgraph.render import mermaid
@@ -138,9 +142,12 @@ class Architecture:
             theme=theme,
             compare=compare.graph if compare else None,
             annotate=annotate,
+            edge_labels=edge_labels,
         ).text
 
     def to_svg(self, depth: int = DEFAULT_DEPTH, **options: Any) -> str:
+        """The SVG diagram; options as :meth:`to_dot` (``fold``, ``theme``, ``compare``, ``annotate``,
+        ``edge_labels``)."""
         from bertgraph.render import render_image
 
         compare = options.pop("compare", None)
@@ -148,7 +155,10 @@ class Architecture:
         return render_image(self.graph, "svg", depth=depth, compare=graph, **options).decode("utf-8")
 
     def save(self, path: str | Path, depth: int = DEFAULT_DEPTH, **options: Any) -> Path:
-        """Write the diagram; the format follows the suffix (.svg .png .pdf .dot .mmd .md .graphml .json)."""
+        """Write the diagram; the format follows the suffix (.svg .png .pdf .dot .mmd .md .html .graphml .json).
+
+        Options as :meth:`to_dot` (``edge_labels`` too); graph files ignore the drawing's options.
+        """
         from bertgraph.render import write_diagram
 
         compare = options.pop("compare", None)

@@ -41,6 +41,7 @@ MASKS_FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
 COST_DTYPES = ("float32", "float16", "bfloat16")
 ANNOTATIONS = ("params", "flops", "memory")
+EDGE_LABELS = ("shapes", "changes", "none")  # render/diagram.py's, kept here so --help imports no renderer
 _TABLE_FORMAT_HELP = "text, markdown or json (default: from the output suffix, .md or .json; else text)"
 _TABLE_SUFFIXES = {".json": "json", ".md": "markdown"}
 
@@ -188,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--annotate",
         choices=ANNOTATIONS,
         help="put this figure on every node and colour nodes by their share (FLOPs and memory at the example size)",
+    )
+    render.add_argument(
+        "--edge-labels",
+        choices=EDGE_LABELS,
+        help="shapes on every edge (default), only where the shape changes, or none",
     )
     _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
 
@@ -602,7 +608,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError(f"--theme auto needs an .html page; a {fmt} file has one theme: use light or dark")
     _refuse_config_options_for_onnx(args)
     if fmt in ("graphml", "json"):
-        for option, value in (("--compare", args.compare), ("--theme", args.theme)):
+        drawing_options = (("--compare", args.compare), ("--theme", args.theme), ("--edge-labels", args.edge_labels))
+        for option, value in drawing_options:
             if value is not None:
                 raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
     _check_output(args, args.output)
@@ -620,6 +627,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         fmt=fmt,
         warn=_warn,
         annotate=args.annotate,
+        edge_labels=args.edge_labels or "shapes",
     )
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

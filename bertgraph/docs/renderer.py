@@ -231,7 +231,7 @@ class DiagramRenderer:
         if request.format == "html":
             from bertgraph.render.html import generate_html
 
-            page = generate_html(graph, request.depth, not request.unfold, request.theme, compare)
+            page = generate_html(graph, request.depth, not request.unfold, request.theme, compare, request.edge_labels)
             data = embed.iframe(page, _title(graph, request)).encode("utf-8")
             return lambda: data
         source = _svg_source(graph, compare, request)
@@ -250,7 +250,9 @@ class DiagramRenderer:
 
             graph, compare = self._graphs(request)
             theme = "dark" if request.theme == "dark" else "light"
-            source = dot.generate_dot(graph, request.depth, not request.unfold, theme, compare, dpi=PNG_DPI)
+            source = dot.generate_dot(
+                graph, request.depth, not request.unfold, theme, compare, dpi=PNG_DPI, edge_labels=request.edge_labels
+            )
             return graphviz_run.render(source, "png")
 
         return f"bertgraph-{self.key(request, 'png')}.png", self._drawn(request, "png", ".png", draw)
@@ -279,7 +281,9 @@ class DiagramRenderer:
 
             graph, compare = self._graphs(request)
             theme = "dark" if request.theme == "dark" else "light"
-            result = mermaid.generate_mermaid(graph, request.depth, not request.unfold, theme, compare)
+            result = mermaid.generate_mermaid(
+                graph, request.depth, not request.unfold, theme, compare, edge_labels=request.edge_labels
+            )
             for note in result.notes:
                 if warn:
                     warn(note)
@@ -309,7 +313,7 @@ def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramR
     from bertgraph.render import dot
 
     theme = "dark" if request.theme == "dark" else "light"
-    return dot.generate_dot(graph, request.depth, not request.unfold, theme, compare)
+    return dot.generate_dot(graph, request.depth, not request.unfold, theme, compare, edge_labels=request.edge_labels)
 
 
 def _svg_fragment(image: bytes, graph: nx.DiGraph, request: DiagramRequest, key: str) -> str:

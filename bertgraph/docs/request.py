@@ -16,6 +16,7 @@ from bertgraph.model.families.record import HEAD_NAMES
 
 FORMATS = ("svg", "mermaid", "html", "table", "summary")
 THEMES = ("auto", "light", "dark")
+EDGE_LABELS = ("shapes", "changes", "none")  # render/diagram.py's, kept here so checking imports no renderer
 MAX_DEPTH = 4
 SIZE_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num-labels")
 OPTIONS = (
@@ -25,6 +26,7 @@ OPTIONS = (
     "format",
     "compare",
     "theme",
+    "edge-labels",
     "caption",
     "unfold",
     *SIZE_OPTIONS,
@@ -47,6 +49,7 @@ class DiagramRequest:
     format: str = "svg"
     compare: str | None = None
     theme: str = "auto"
+    edge_labels: str = "shapes"
     unfold: bool = False
     sizes: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     seq_len: int | None = None
@@ -76,6 +79,7 @@ class DiagramRequest:
         """``bert-tiny · sequence-classification · depth 2 · svg`` (for logs)."""
         parts = [self.model, self.head + (f" vs {self.compare}" if self.compare else ""), f"depth {self.depth}"]
         parts += [self.format] + (["unfolded"] if self.unfold else [])
+        parts += [f"edge labels {self.edge_labels}"] if self.edge_labels != "shapes" else []
         parts += [f"{name} {value}" for name, value in self.sizes]
         return " · ".join(parts)
 
@@ -143,6 +147,7 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         format=_choice("format", values.get("format", "svg"), FORMATS),
         compare=_choice("compare", compare, HEAD_NAMES) if compare not in (None, "") else None,
         theme=_choice("theme", values.get("theme", "auto"), THEMES),
+        edge_labels=_choice("edge-labels", values.get("edge-labels", "shapes"), EDGE_LABELS),
         unfold=_flag("unfold", values["unfold"]) if "unfold" in values else False,
         sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),
         seq_len=_whole("seq-len", values["seq-len"], 1) if values.get("seq-len") is not None else None,

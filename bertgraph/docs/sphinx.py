@@ -8,6 +8,7 @@ Add ``"bertgraph.sphinx"`` to ``extensions`` in ``conf.py``, then::
        :format: svg        (svg, mermaid, html, table, summary)
        :compare: base
        :theme: auto        (auto, light, dark)
+       :edge-labels: changes  (shapes, changes, none)
        :caption: BERT with its classification head
 
 The directive only checks its options (reading the model's config, never torch) and
@@ -28,7 +29,7 @@ from docutils.parsers.rst import directives
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from bertgraph.docs.request import FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
+from bertgraph.docs.request import EDGE_LABELS, FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
 from bertgraph.errors import BertgraphError, first_line
 from bertgraph.version import __version__
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 # Bumped when the node's content changes, so Sphinx rereads every document once.
-ENV_VERSION = 1
+ENV_VERSION = 2
 TABLE_FORMATS = ("table", "summary")
 
 
@@ -66,6 +67,7 @@ class BertgraphDirective(SphinxDirective):
         "format": _choice(FORMATS),
         "compare": directives.unchanged_required,
         "theme": _choice(THEMES),
+        "edge-labels": _choice(EDGE_LABELS),
         "caption": directives.unchanged,
         "unfold": directives.flag,
         **dict.fromkeys(SIZE_OPTIONS, directives.positive_int),
@@ -120,7 +122,9 @@ class BertgraphDirective(SphinxDirective):
         return [figure]
 
 
-_REQUEST_OPTIONS = frozenset(("head", "depth", "format", "compare", "theme", *SIZE_OPTIONS, "seq-len", "batch"))
+_REQUEST_OPTIONS = frozenset(
+    ("head", "depth", "format", "compare", "theme", "edge-labels", *SIZE_OPTIONS, "seq-len", "batch")
+)
 
 # --- drawing, per builder --------------------------------------------------------------
 

@@ -66,11 +66,14 @@ def write_diagram(
     fmt: str | None = None,
     warn: Callable[[str], None] | None = None,
     annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> Path:
     """Write a diagram of ``graph`` to ``path`` in one step (nothing is left behind on failure).
 
     ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours
     nodes by their share of the model total; graph files ignore it (they carry every figure).
+    ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape;
+    graph files ignore it too.
 
     Only ``path`` is written. An image needs Graphviz: when ``dot`` is missing, or the
     diagram is too large for it to lay out in reasonable time, the error says which
@@ -83,7 +86,7 @@ def write_diagram(
         raise BertgraphError(
             f"--theme auto needs an interactive .html page; a {fmt} file has one theme: use light or dark"
         )
-    options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare}
+    options: dict[str, Any] = {"fold": fold, "theme": theme, "compare": compare, "edge_labels": edge_labels}
     if fmt == "html":
         if annotate:
             raise BertgraphError(
@@ -128,12 +131,13 @@ def render_image(
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
     output: Path | None = None,
+    edge_labels: str = "shapes",
 ) -> bytes:
     """SVG, PNG or PDF bytes of the diagram, laid out by Graphviz (checked to be feasible first)."""
     from bertgraph.render import dot, graphviz_run
 
     graphviz_run.require_dot(output)
-    diagram = dot.build(graph, depth, fold, compare, annotate=annotate)
+    diagram = dot.build(graph, depth, fold, compare, annotate=annotate, edge_labels=edge_labels)
     graphviz_run.check_size(len(diagram.edges))
     source = "\n".join(dot.generate_lines(diagram, theme, PNG_DPI if fmt == "png" else None)) + "\n"
     return graphviz_run.render(source, fmt)

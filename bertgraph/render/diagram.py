@@ -454,6 +454,45 @@ def heat_bin(share: float) -> int:
     return bisect.bisect_right(HEAT_BOUNDS, share)
 
 
+# --- edge labels: every shape, only where it changes, or none ------------------------------
+
+EDGE_LABELS = ("shapes", "changes", "none")
+
+
+def _check_edge_labels(edge_labels: str) -> None:
+    if edge_labels not in EDGE_LABELS:
+        raise ValueError(f"unknown edge labels {edge_labels!r}; choose one of: {', '.join(EDGE_LABELS)}")
+
+
+def _shape_label(data: dict[str, Any]) -> str:
+    """The shape an edge carries, with the tensor count when it carries several."""
+    label = figures.shape(data.get(g.SHAPE, []))
+    if int(data.get(g.TENSORS, 1)) > 1:
+        label += f" ×{data[g.TENSORS]}"
+    return label
+
+
+def _shape_changes(shown: nx.DiGraph, source: str, target: str) -> bool:
+    """Whether edge ``source → target`` carries a shape none of the edges into ``source`` carries.
+
+    Nothing enters an input, so its edges always count: they are where a reader first learns the shapes.
+    """
+    entering = {_shape_label(data) for _, _, data in shown.in_edges(source, data=True)}
+    return _shape_label(shown.edges[source, target]) not in entering
+
+
+def residual_label(label: str) -> str:
+    """A skip connection's label: the word, then the shape when the edge shows one."""
+    return f"residual {label}" if label else "residual"
+
+
+def edge_label(shown: nx.DiGraph, source: str, target: str, edge_labels: str = "shapes") -> str:
+    """The shape text edge ``source → target`` is labelled with ("" for none) under ``edge_labels``."""
+    if edge_labels == "none" or (edge_labels == "changes" and not _shape_changes(shown, source, target)):
+        return ""
+    return _shape_label(shown.edges[source, target])
+
+
 def _with_costs(graph: nx.DiGraph, annotate: str) -> nx.DiGraph:
     """``graph``, or an annotated copy when it lacks the costs the annotation shows (a graph read from a file)."""
     from bertgraph.graph import cost
@@ -551,15 +590,20 @@ def build_diagram(
     prefix: str = "",
     changed: set[str] | None = None,
     annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> Diagram:
     """The diagram of ``graph`` at ``depth``.
 
     ``prefix`` namespaces ids (for side-by-side comparisons); ``changed`` lists display
     paths of modules that differ from the compared model, which are highlighted.
     ``annotate`` (``params``, ``flops`` or ``memory``) puts that figure on every node and
-    colours nodes by their share of the model total instead of by kind. A depth above
+    colours nodes by their share of the model total instead of by kind. ``edge_labels``
+    (:data:`EDGE_LABELS`) puts the shape on every edge (``shapes``), only on edges whose
+    shape differs from what enters their source and on the inputs' edges (``changes``),
+    or on none (``none``; a residual edge is still called one). A depth above
     :data:`~bertgraph.graph.views.OPERATOR_LEVEL` draws, and is titled, as that level.
     """
+    _check_edge_labels(edge_labels)
     depth = min(depth, OPERATOR_LEVEL)
     annotator = None
     if annotate:
@@ -651,12 +695,11 @@ def build_diagram(
     layer_names = {roles.ENCODER_ONLY: "encoder layer", "decoder-only": "decoder layer"}
     diagram.kind_names["block"] = layer_names.get(roles.structure(graph), "layer")
     for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
-        label = figures.shape(data.get(g.SHAPE, []))
-        if int(data.get(g.TENSORS, 1)) > 1:
-            label += f" ×{data[g.TENSORS]}"
+        label = edge_label(shown, source, target, edge_labels)
         style = "residual" if _is_residual(shown, source, target) else "mask" if data.get(g.DTYPE) == "bool" else "data"
         if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
-            style, label = "cross", f"cross-attention {label}"
+            # Without labels the colour and the legend say what a cross edge is.
+            style, label = "cross", (f"cross-attention {label}".strip() if edge_labels != "none" else "")
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
 
     beside = _encoder_beside_decoder(shown, order, side)
@@ -694,15 +737,20 @@ def _encoder_beside_decoder(shown: nx.DiGraph, order: list[str], side: dict[str,
 
 
 def build_comparison(
-    first: nx.DiGraph, second: nx.DiGraph, depth: int = 2, fold: bool = True, annotate: str | None = None
+    first: nx.DiGraph,
+    second: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> Diagram:
     """Two variants side by side; modules only one of them has are highlighted."""
     depth = min(depth, OPERATOR_LEVEL)
     difference = stats.diff(first, second)
     only_first = {m["module"] for m in difference["removed"]} | {m["module"] for m in difference["changed"]}
     only_second = {m["module"] for m in difference["added"]} | {m["module"] for m in difference["changed"]}
-    left = build_diagram(first, depth, fold, prefix="a:", changed=only_first, annotate=annotate)
-    right = build_diagram(second, depth, fold, prefix="b:", changed=only_second, annotate=annotate)
+    left = build_diagram(first, depth, fold, "a:", only_first, annotate, edge_labels)
+    right = build_diagram(second, depth, fold, "b:", only_second, annotate, edge_labels)
     name = first.graph.get(g.G_NAME, "")
     combined = Diagram(
         title=f"{name} · {first.graph.get(g.G_HEAD, '')} vs {second.graph.get(g.G_HEAD, '')}",

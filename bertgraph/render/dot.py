@@ -15,7 +15,15 @@ import networkx as nx
 
 from bertgraph.files import write_atomic
 from bertgraph.render import style
-from bertgraph.render.diagram import HEAT_LABELS, Cluster, Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.diagram import (
+    HEAT_LABELS,
+    Cluster,
+    Diagram,
+    Node,
+    build_comparison,
+    build_diagram,
+    residual_label,
+)
 from bertgraph.render.escape import dot_html, dot_id, dot_string
 
 FONT = "Helvetica,Arial,sans-serif"
@@ -194,7 +202,7 @@ def generate_lines(
         label_key = "xlabel" if edge_xlabels else "label"
         attrs: dict[str, str | float] = {label_key: f" {edge.label} "} if edge.label else {}
         if edge.style == "residual":
-            attrs.update({"style": "dashed", label_key: f" residual {edge.label} "})
+            attrs.update({"style": "dashed", label_key: f" {residual_label(edge.label)} "})
         elif edge.style == "mask":
             attrs["style"] = "dotted"
         elif edge.style == "cross":
@@ -217,12 +225,15 @@ def generate_dot(
     compare: nx.DiGraph | None = None,
     dpi: int | None = None,
     annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> str:
     """DOT source of the diagram of ``graph`` (beside ``compare`` when given).
 
-    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share.
+    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share;
+    ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape.
     """
-    return "\n".join(generate_lines(build(graph, depth, fold, compare, annotate), theme, dpi)) + "\n"
+    diagram = build(graph, depth, fold, compare, annotate, edge_labels)
+    return "\n".join(generate_lines(diagram, theme, dpi)) + "\n"
 
 
 def build(
@@ -231,11 +242,12 @@ def build(
     fold: bool = True,
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> Diagram:
     """The diagram of ``graph``, or of both graphs side by side when ``compare`` is given."""
     if compare is not None:
-        return build_comparison(graph, compare, depth, fold, annotate=annotate)
-    return build_diagram(graph, depth, fold, annotate=annotate)
+        return build_comparison(graph, compare, depth, fold, annotate=annotate, edge_labels=edge_labels)
+    return build_diagram(graph, depth, fold, annotate=annotate, edge_labels=edge_labels)
 
 
 def write_dot(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:

@@ -102,8 +102,12 @@ def packed(data: Any) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
-def _diagram(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> Diagram:
-    return build_comparison(graph, compare, depth, fold) if compare is not None else build_diagram(graph, depth, fold)
+def _diagram(
+    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "shapes"
+) -> Diagram:
+    if compare is not None:
+        return build_comparison(graph, compare, depth, fold, edge_labels=edge_labels)
+    return build_diagram(graph, depth, fold, edge_labels=edge_labels)
 
 
 def _numbers(value: Any) -> bool:
@@ -201,9 +205,11 @@ def node_details(
     return {key: value for key, value in details.items() if value not in ("", [], {}, None)}
 
 
-def _depth_records(graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None) -> tuple[str, dict[str, Any]]:
+def _depth_records(
+    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "shapes"
+) -> tuple[str, dict[str, Any]]:
     """The DOT source of one depth and the details of its nodes, keyed by DOT id."""
-    diagram = _diagram(graph, depth, fold, compare)
+    diagram = _diagram(graph, depth, fold, compare, edge_labels)
     ids: dict[str, str] = {}
     large = len(diagram.nodes) > LARGE_DRAWING
     source = "\n".join(dot.generate_lines(diagram, "light", ids=ids, edge_xlabels=large)) + "\n"
@@ -246,11 +252,15 @@ def generate_html(
     fold: bool = True,
     theme: str = "auto",
     compare: nx.DiGraph | None = None,
+    edge_labels: str = "shapes",
 ) -> str:
-    """The interactive page of ``graph`` (beside ``compare`` when given), opening at ``depth``."""
+    """The interactive page of ``graph`` (beside ``compare`` when given), opening at ``depth``.
+
+    ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape, at every depth.
+    """
     if theme not in THEMES:
         raise ValueError(f"unknown theme {theme!r}; choose one of: {', '.join(THEMES)}")
-    records = [_depth_records(graph, level, fold, compare) for level in DEPTHS]
+    records = [_depth_records(graph, level, fold, compare, edge_labels) for level in DEPTHS]
     drawings = _layouts([source for source, _ in records])
     levels = []
     for level, ((_, record), drawing) in enumerate(zip(records, drawings, strict=True)):

@@ -18,7 +18,7 @@ from bertgraph.errors import RenderError
 from bertgraph.files import write_atomic
 from bertgraph.graph.views import OPERATOR_LEVEL
 from bertgraph.render import style
-from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build_comparison, build_diagram
+from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build_comparison, build_diagram, residual_label
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
 
 MAX_EDGES = 500
@@ -73,7 +73,7 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
 
     yield from emit(None, "  ")
     for edge in diagram.edges:
-        label = f"residual {edge.label}" if edge.style == "residual" else edge.label
+        label = residual_label(edge.label) if edge.style == "residual" else edge.label
         arrow = _ARROWS[edge.style]
         text = f'|"{mermaid_text(label)}"|' if label else ""
         yield f"  {node_id(edge.source)} {arrow}{text} {node_id(edge.target)}"
@@ -131,11 +131,16 @@ def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) 
 
 
 def _diagram(
-    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, annotate: str | None = None
+    graph: nx.DiGraph,
+    depth: int,
+    fold: bool,
+    compare: nx.DiGraph | None,
+    annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> Diagram:
     if compare is not None:
-        return build_comparison(graph, compare, depth, fold, annotate=annotate)
-    return build_diagram(graph, depth, fold, annotate=annotate)
+        return build_comparison(graph, compare, depth, fold, annotate=annotate, edge_labels=edge_labels)
+    return build_diagram(graph, depth, fold, annotate=annotate, edge_labels=edge_labels)
 
 
 def generate_mermaid(
@@ -145,19 +150,21 @@ def generate_mermaid(
     theme: str = "light",
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
+    edge_labels: str = "shapes",
 ) -> MermaidResult:
     """Mermaid text that renders within Mermaid's default limits.
 
     Tries the requested depth first; when it would exceed 500 edges or 50,000
     characters, folds repeats, then steps to shallower depths, noting each step.
-    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share.
+    ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours by share;
+    ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape.
     """
     depth = min(depth, OPERATOR_LEVEL)
     notes: list[str] = []
     attempts = [(depth, fold)] + ([(depth, True)] if not fold else [])
     attempts += [(d, True) for d in range(depth - 1, -1, -1)]
     for level, folded in attempts:
-        diagram = _diagram(graph, level, folded, compare, annotate)
+        diagram = _diagram(graph, level, folded, compare, annotate, edge_labels)
         text = "\n".join(generate_lines(diagram, theme)) + "\n"
         edges = len(diagram.edges)
         if edges <= MAX_EDGES and len(text) <= MAX_TEXT:
