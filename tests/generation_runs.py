@@ -37,7 +37,7 @@ ENCODER_DECODERS = ("t5",)
 PROMPTS = [(1, 5), (2, 24)]
 DECODER_TOKENS = 7  # an encoder-decoder's decoder tokens in its prompt
 
-_GRAPHS: dict[str, nx.DiGraph] = {}
+_GRAPHS: dict[tuple[str, str | None], nx.DiGraph] = {}
 _FOLDER = Path(tempfile.mkdtemp(prefix="bertgraph-generation-"))
 
 
@@ -52,11 +52,12 @@ def config_dir(name: str) -> Path:
     return folder
 
 
-def graph_of(name: str) -> nx.DiGraph:
-    """The traced graph (facts and costs on), once per session."""
-    if name not in _GRAPHS:
-        _GRAPHS[name] = bertgraph.trace(str(config_dir(name)), head_of(name), cache=False).graph
-    return _GRAPHS[name]
+def graph_of(name: str, attention: str | None = None) -> nx.DiGraph:
+    """The traced graph (facts and costs on), once per session; ``attention`` as ``--attention``."""
+    if (name, attention) not in _GRAPHS:
+        arch = bertgraph.trace(str(config_dir(name)), head_of(name), cache=False, attention=attention)
+        _GRAPHS[name, attention] = arch.graph
+    return _GRAPHS[name, attention]
 
 
 def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:

@@ -42,3 +42,19 @@ def test_an_encoder_caches_nothing(traced) -> None:  # type: ignore[no-untyped-d
     graph = traced("bert-tiny").graph
     assert not generation.is_generative(graph)
     assert generation.kv_cache_bytes(graph) == 0
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_an_eager_trace_gives_the_same_cache_and_decode_step(name: str) -> None:
+    """Eager attention (matmul, softmax, matmul; repeat_kv's copies before the products) caches what
+    transformers' cache holds, and its decode step and attention kinds are the fused trace's."""
+    eager, fused = graph_of(name, "eager"), graph_of(name)
+    assert not any(d.get(g.TARGET) in generation.SDPA_TARGETS for _, d in eager.nodes(data=True))
+    formula = generation.kv_cache_bytes(eager)
+    model = real_model(name, "eager")
+    for batch, seq in PROMPTS:
+        cache, _ = prompt(name, model, batch, seq)
+        expected = sum(t.nbytes for t in cache_tensors(cache))
+        assert cost.evaluate(formula, sizes_of(name, batch, seq)) == expected, (batch, seq)
+    assert generation.decode_step_flops(eager) == generation.decode_step_flops(fused)
+    assert eager.graph[g.G_ATTENTION] == fused.graph[g.G_ATTENTION]

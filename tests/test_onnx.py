@@ -356,6 +356,21 @@ def test_torchscript_exporter_is_verified_too(base_export: Export, tmp_path: Pat
     assert result.outputs == {"last_hidden_state": ["batch", "sequence", 32], "pooler_output": ["batch", 32]}
 
 
+def test_cost_of_a_torchscript_export_equals_the_traced_models(
+    base_export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ONNX's own shape inference loses batch and sequence at the TorchScript file's first computed reshape;
+    onnxruntime's symbolic inference carries them on, so every matrix product is sized and counted."""
+    path = tmp_path / "legacy.onnx"
+    export_onnx_spec(base_export.spec, path, exporter="torchscript")
+    figures = []
+    for model in (str(base_export.checkpoint), str(path)):
+        assert cli.main(["cost", model, "--seq-len", "16", "64", "--batch", "3", "--format", "json"]) == 0
+        total = json.loads(capsys.readouterr().out)["total"]
+        figures.append([total[key]["values"] for key in ("matmul_flops", "attention_matmul_flops")])
+    assert figures[0] == figures[1] and figures[0][0][0] > 0
+
+
 def test_parity_sizes_avoid_the_example() -> None:
     spec = resolve("bert-tiny", "multiple-choice", seq_len=19, batch=3)
     sizes = parity_sizes(spec)

@@ -364,16 +364,25 @@ def dtype_name(elem_type: int) -> str:
     return _DTYPE_NAMES.get(name, name)
 
 
-def _dims(shape: Any) -> list[int | str]:
+def _dims(shape: Any, known: set[str] | None = None) -> list[int | str]:
+    """The dimensions of ``shape``: numbers, named ones, and ``?`` for what inference could not tell
+    (``unk__3``; with ``known``, any name or expression over names that no input has: an inferred
+    ``Flatten_86_o0__d0`` has no size a user could give)."""
     dims: list[int | str] = []
     for dim in shape.dim:
         if dim.HasField("dim_value"):
             dims.append(int(dim.dim_value))
-        elif dim.HasField("dim_param") and not dim.dim_param.startswith("unk__"):
+        elif dim.HasField("dim_param") and not dim.dim_param.startswith("unk__") and _sizable(dim.dim_param, known):
             dims.append(dim.dim_param)
         else:
             dims.append("?")
     return dims
+
+
+def _sizable(param: str, known: set[str] | None) -> bool:
+    if known is None:
+        return True
+    return all(name in known for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", param))
 
 
 def tensor_facts(model: onnx.ModelProto) -> dict[str, TensorFacts]:
@@ -383,18 +392,73 @@ def tensor_facts(model: onnx.ModelProto) -> dict[str, TensorFacts]:
     facts: dict[str, TensorFacts] = {}
     for tensor in model.graph.initializer:
         facts[tensor.name] = TensorFacts([int(d) for d in tensor.dims], dtype_name(tensor.data_type))
-    try:
-        inferred = onnx.shape_inference.infer_shapes(_light_copy(model), strict_mode=False, data_prop=True).graph
-    except (onnx.shape_inference.InferenceError, ValueError, RuntimeError):
-        inferred = model.graph  # what the file records is still worth showing
+    inferred = _inferred_graph(model)
+    known = _input_dim_names(model.graph)
     for value in [*inferred.input, *inferred.value_info, *inferred.output]:
         kind = value.type.WhichOneof("value")
         if kind != "tensor_type" or (value.name in facts and facts[value.name].shape):
             continue
         tensor = value.type.tensor_type
-        shape = _dims(tensor.shape) if tensor.HasField("shape") else []
+        shape = _dims(tensor.shape, known) if tensor.HasField("shape") else []
         facts[value.name] = TensorFacts(shape, dtype_name(tensor.elem_type))
     return facts
+
+
+def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+    """The graph with every tensor's shape that inference can work out.
+
+    ONNX's own inference loses the input dimensions at the first reshape computed from a
+    shape (the TorchScript exporter's files: ``unk__3`` from the embeddings on); where it
+    leaves such dimensions, onnxruntime's symbolic inference, which carries ``batch`` and
+    ``sequence`` through shape arithmetic, is asked too, and the one knowing more is used.
+    """
+    import onnx
+
+    light = _light_copy(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True).graph
+    except (onnx.shape_inference.InferenceError, ValueError, RuntimeError):
+        return model.graph  # what the file records is still worth showing
+    known = _input_dim_names(model.graph)
+    unknown = _unknown_dims(inferred, known)
+    if not unknown:
+        return inferred
+    symbolic = _symbolic_inference(light)
+    return symbolic if symbolic is not None and _unknown_dims(symbolic, known) < unknown else inferred
+
+
+def _input_dim_names(graph: onnx.GraphProto) -> set[str]:
+    return {dim.dim_param for value in graph.input for dim in value.type.tensor_type.shape.dim if dim.dim_param}
+
+
+def _unknown_dims(graph: onnx.GraphProto, known: set[str]) -> int:
+    """How many dimensions of the graph's tensors are neither numbers nor the inputs' named dimensions."""
+    return sum(
+        1
+        for value in [*graph.value_info, *graph.output]
+        for dim in value.type.tensor_type.shape.dim
+        if not dim.HasField("dim_value") and dim.dim_param not in known
+    )
+
+
+def _symbolic_inference(model: onnx.ModelProto) -> onnx.GraphProto | None:
+    """onnxruntime's symbolic shape inference of ``model``, or None where it fails (any way: it is a tool)."""
+    import logging
+
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:
+        return None
+    quiet = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        found = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False, verbose=0)
+    except Exception:  # noqa: BLE001 - a fallback: ONNX's own inference stands when this one fails
+        return None
+    finally:
+        quiet.setLevel(level)
+    return found.graph if found is not None else None
 
 
 def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -69,7 +69,8 @@ def attention_facts(graph: nx.DiGraph, node: str) -> dict[str, Any]:
     if sdpa and literal(graph, node, "is_causal") is True:
         found["causal"] = True
     facts: dict[str, Any] = {}
-    if sdpa and keys_from_another_stack(graph, node):
+    keys_at = node if sdpa else eager_products(graph, node)[0]  # eager: the product before the softmax
+    if keys_at is not None and keys_from_another_stack(graph, keys_at):
         facts[g.ATTENTION] = g.CROSS
     elif found["window"] is not None:
         facts[g.ATTENTION] = g.CAUSAL_SLIDING_WINDOW if found["causal_window"] else g.SLIDING_WINDOW
@@ -80,6 +81,34 @@ def attention_facts(graph: nx.DiGraph, node: str) -> dict[str, Any]:
         facts[g.PADDING_MASK] = ", ".join(found["padding"])
     facts.update(heads(graph, node, sdpa))
     return facts
+
+
+# Ops between eager attention's score product and its softmax (scale, mask, casts), and between
+# the softmax and the product with the values (casts, dropout).
+_SCORE_OPS = frozenset({"mul", "div", "add", "sub", "to", "_to_copy", "masked_fill", "where", "type_as", "float"})
+_WEIGHT_OPS = _SCORE_OPS | {"dropout", "native_dropout"}
+
+
+def eager_products(graph: nx.DiGraph, softmax: str) -> tuple[str | None, str | None]:
+    """The matrix products of eager attention around ``softmax``: queries × keys (its argument 1
+    is the key, transposed) and weights × values (argument 1 the value); None where not found."""
+    return _product(graph, softmax, backward=True), _product(graph, softmax, backward=False)
+
+
+def _product(graph: nx.DiGraph, softmax: str, backward: bool) -> str | None:
+    current = softmax
+    for _ in range(8):
+        found = [argument(graph, current, 0)] if backward else list(graph.successors(current))
+        nexts = [n for n in found if n is not None and graph.nodes[n].get(g.KIND) == g.OPERATOR]
+        if len(nexts) != 1:
+            return None
+        current = nexts[0]
+        name = op(graph, current)
+        if name in ("matmul", "bmm"):
+            return current
+        if name not in (_SCORE_OPS if backward else _WEIGHT_OPS):
+            return None
+    return None
 
 
 def mask_conditions(graph: nx.DiGraph, start: str) -> list[str]:
