@@ -43,3 +43,17 @@ def covering(rows: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]
         if column not in taken:
             chosen.append((next(row for row, columns in rows if column in columns), column))
     return list(dict.fromkeys(chosen))
+
+
+def tiny_head_cases() -> list[tuple[str, str]]:
+    """``(model_type, head)`` over the tiny configs: every model type once and every head of each
+    structure at least once (the family record gives a structure's heads alike to its families)."""
+    from bertgraph.model import family_of
+    from tests.family_configs import TINY
+
+    by_structure: dict[str, list[tuple[str, list[str]]]] = {}
+    for model_type in TINY:
+        family = family_of(model_type)
+        assert family is not None
+        by_structure.setdefault(family.structure, []).append((model_type, list(family.heads)))
+    return [pair for rows in by_structure.values() for pair in covering(rows)]

@@ -29,12 +29,14 @@ from bertgraph.render import markdown, text
 from bertgraph.render.report import generate_cost_lines
 from tests.exported import flop_counter
 from tests.family_configs import TINY
+from tests.matrix import tiny_head_cases
 
 TinyGraph = Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]
 
-HEAD_CASES = [(model_type, head) for model_type in TINY for head in family_of(model_type).heads]  # type: ignore[union-attr]
+# Every model type once, every head of each structure at least once (every pair with BERTGRAPH_FULL_MATRIX=1).
+HEAD_CASES = tiny_head_cases()
 # One head of each structure runs in every quick test run; the rest are slow.
-QUICK = {("albert", "base"), ("gpt2", "causal-lm"), ("t5", "seq2seq-lm")}
+QUICK = {("albert", "token-classification"), ("llama", "causal-lm"), ("bart", "seq2seq-lm")}
 
 # (batch, seq, decoder length); the third size is one no trace used.
 SIZES = [(1, 5, 3), (2, 11, 7), (3, 16, 9)]

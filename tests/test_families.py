@@ -20,21 +20,10 @@ from bertgraph.model.families import FAMILIES, ROLES
 from bertgraph.model.presets import PRESETS
 from bertgraph.tracing import trace
 from tests.family_configs import TINY
-from tests.matrix import covering
+from tests.matrix import tiny_head_cases
 
 
-def _head_cases() -> list[tuple[str, str]]:
-    """Every model type once and every head of each structure at least once (:func:`tests.matrix.covering`:
-    the record gives a structure's heads alike to its families; every pair with ``BERTGRAPH_FULL_MATRIX=1``)."""
-    by_structure: dict[str, list[tuple[str, list[str]]]] = {}
-    for model_type in TINY:
-        family = family_of(model_type)
-        assert family is not None
-        by_structure.setdefault(family.structure, []).append((model_type, list(family.heads)))
-    return [pair for rows in by_structure.values() for pair in covering(rows)]
-
-
-HEAD_CASES = _head_cases()
+HEAD_CASES = tiny_head_cases()
 
 # The parameter totals the model cards give, for the class they count (checked against the graph).
 PUBLISHED: dict[str, tuple[str, int]] = {
