@@ -76,6 +76,8 @@ def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int) ->
         says_attention = any(line.endswith(" attention") for line in node.lines)
         if node.kind.startswith("attention") or says_attention:
             assert is_attention(graph, shown.nodes[node.id]), (node.id, node.kind, node.lines)
+        if node.shape != "io" and roles.role_of(graph, str(shown.nodes[node.id].get(g.MODULE, ""))) == roles.POSITION:
+            assert node.kind == "embedding", (node.id, node.kind)  # DeBERTa's table is computed by a LayerNorm
         if depth <= 2:
             assert not OP_LIST.match(node.title), (node.id, node.title)
         if depth <= 3 and node.shape != "io":

@@ -180,6 +180,8 @@ def node_kind(data: dict[str, Any], role: str) -> str:
         return "io"
     if role == roles.HEAD:
         return "head"
+    if role == roles.POSITION:  # a position table, even one a LayerNorm computes (DeBERTa's relative one)
+        return "embedding"
     ops = (set(data.get(g.OPS, [])) | {data.get(g.OP, "")}) - {""}
     if role == roles.NORM or (ops and ops <= NORM_OPS):
         return "normalisation"

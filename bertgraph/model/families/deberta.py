@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bertgraph.model.families.bert import BERT_ROLES, BERT_SIZES, ENCODER_HEADS, LAST_HIDDEN
-from bertgraph.model.families.record import ENCODER, ENCODER_ONLY, NORM, POSITION, Family, Head, Stack, Variant, frozen
+from bertgraph.model.families.record import ENCODER, ENCODER_ONLY, POSITION, Family, Head, Stack, Variant, frozen
 
 # Published config.json of each preset: the fields that shape the model.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -66,7 +66,9 @@ FAMILY = Family(
     heads=frozen({"base": Head("{}Model", LAST_HIDDEN), **ENCODER_HEADS}),
     sizes=frozen(BERT_SIZES),
     stacks=(Stack("encoder.layer", ENCODER),),
-    roles=((r"encoder\.rel_embeddings", POSITION), (r"encoder\.LayerNorm", NORM), *BERT_ROLES),
+    # The encoder-level LayerNorm normalises the relative-position table (its op reads the table's
+    # weight too): drawn as the position table it gives, not as a normalisation.
+    roles=((r"encoder\.rel_embeddings", POSITION), (r"encoder\.LayerNorm", POSITION), *BERT_ROLES),
     titles=((r"encoder\.LayerNorm", "relative-position embeddings"),),
     token_types="type_vocab_size",
     activation="hidden_act",
