@@ -58,3 +58,8 @@ def test_an_eager_trace_gives_the_same_cache_and_decode_step(name: str) -> None:
         assert cost.evaluate(formula, sizes_of(name, batch, seq)) == expected, (batch, seq)
     assert generation.decode_step_flops(eager) == generation.decode_step_flops(fused)
     assert eager.graph[g.G_ATTENTION] == fused.graph[g.G_ATTENTION]
+
+    def heads(graph: object) -> list[tuple[object, object]]:
+        return sorted({(d.get(g.Q_HEADS), d.get(g.KV_HEADS)) for _, d in graph.nodes(data=True) if d.get(g.ATTENTION)})  # type: ignore[attr-defined]
+
+    assert heads(eager) == heads(fused)  # key/value heads before repeat_kv, in eager attention too

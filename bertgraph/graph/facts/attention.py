@@ -232,8 +232,16 @@ def heads(graph: nx.DiGraph, node: str, sdpa: bool) -> dict[str, int]:
     if not isinstance(shape, list) or len(shape) != 4 or not isinstance(shape[1], int):
         return {}
     q_heads, head_size = shape[1], shape[3]
+    if sdpa:
+        current = argument(graph, node, 1)
+    else:  # eager: the key is the score product's second operand, transposed ([…, head size, length])
+        scores = eager_products(graph, node)[0]
+        current = argument(graph, scores, 1) if scores is not None else None
+        key = graph.nodes[current].get(g.SHAPE) if current is not None else None
+        if not (isinstance(key, list) and len(key) == 4):
+            return {g.Q_HEADS: q_heads, g.KV_HEADS: q_heads}
+        head_size = key[2]
     kv_heads = q_heads
-    current = argument(graph, node, 1) if sdpa else None
     steps = 0
     while current is not None and steps < 64:
         data = graph.nodes[current]
