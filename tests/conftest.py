@@ -47,8 +47,17 @@ def require(condition: bool, reason: str) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Tests never read or fill the user's graph cache."""
-    folder = tmp_path_factory.mktemp("graph-cache")
+    """Tests never read or fill the user's graph cache; the workers of one run share theirs.
+
+    A model one worker traced is read from the shared folder by the other (the cache's own
+    checks and build lock apply), so a run traces each model about once, not once per worker.
+    Every writer stores the same annotated graph (``api.annotated_trace``), the docs plugins too.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / "graph-cache"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("graph-cache")
     previous = os.environ.get("BERTGRAPH_CACHE_DIR")
     os.environ["BERTGRAPH_CACHE_DIR"] = str(folder)
     yield folder
@@ -86,7 +95,7 @@ def traced() -> Callable[..., Architecture]:
     def get(model: str = "bert-base-uncased", head: str = "base", **overrides: int) -> Architecture:
         key = (model, head, tuple(sorted(overrides.items())))
         if key not in _TRACED:
-            _TRACED[key] = bertgraph.trace(model, head, cache=False, **overrides)
+            _TRACED[key] = bertgraph.trace(model, head, **overrides)  # through the run's shared cache
         return _TRACED[key]
 
     return get
