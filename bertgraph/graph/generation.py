@@ -40,7 +40,7 @@ from bertgraph.graph.cost import (
     shape_poly,
 )
 from bertgraph.graph.facts.attention import eager_products
-from bertgraph.graph.facts.walk import argument, op
+from bertgraph.graph.facts.walk import argument
 from bertgraph.graph.formulas import numel
 from bertgraph.graph.masked import attention_facts_of, divide
 from bertgraph.graph.poly import Poly, PolyError, total
@@ -103,8 +103,7 @@ def cache_layers(graph: nx.DiGraph) -> list[CacheLayer]:
             key, value = (shape_poly(shape) for shape in shapes)
         except PolyError as error:
             raise CostError(f"{data.get(g.MODULE) or node}: the key shape is not known ({error})") from error
-        eager = data.get(g.TARGET) not in SDPA_TARGETS  # heads counted before repeat_kv, off the key itself
-        heads = key[1] if eager else Poly.of(int(data.get(g.KV_HEADS) or 0) or key[1])
+        heads = Poly.of(int(data.get(g.KV_HEADS) or 0) or key[1])  # the facts pass's: before repeat_kv
         length = key[-2]
         window = data.get(g.WINDOW) if kind == g.CAUSAL_SLIDING_WINDOW else None
         tokens = Poly.capped(length_name(length), int(window) - 1) if isinstance(window, int) else length
@@ -115,18 +114,12 @@ def cache_layers(graph: nx.DiGraph) -> list[CacheLayer]:
     return layers
 
 
-# The ops that carry a cached key or value to its product: layout, and repeat_kv's
-# expand/reshape, which copy to every query head what the cache holds once.
-_LAYOUT_OPS = frozenset({"transpose", "permute", "view", "reshape", "_unsafe_view", "contiguous", "clone"})
-_REPEAT_OPS = frozenset({"expand", "unsqueeze", "slice", "alias"})
-
-
 def _key_and_value(graph: nx.DiGraph, node: str) -> tuple[Any, Any] | None:
     """Key and value shapes (``[batch, kv_heads, length, head size]``) of an attention block.
 
     Fused attention has them as its operands; eager attention (``--attention eager``) as the
-    operands of the product before its softmax (the key, transposed) and after it (the value),
-    each followed back past layout ops and ``repeat_kv``'s copies to the tensor a cache keeps.
+    operands of the product before its softmax (the key, transposed) and after it (the value).
+    Heads are as multiplied (after repeat_kv); the caller takes the facts pass's key/value heads.
     """
     data = graph.nodes[node]
     if data.get(g.TARGET) in SDPA_TARGETS:
@@ -143,28 +136,7 @@ def _key_and_value(graph: nx.DiGraph, node: str) -> tuple[Any, Any] | None:
         return None
     # As multiplied: the key transposed, [batch, heads, head size, length], the value [batch, heads, length, size].
     batch, _, size, length = key_shape
-    return (
-        [batch, _kv_heads(graph, key, key_shape[1]), length, size],
-        [batch, _kv_heads(graph, value, value_shape[1]), length, value_shape[3]],
-    )
-
-
-def _kv_heads(graph: nx.DiGraph, node: str, heads: Any) -> Any:
-    """The heads a cache keeps of an eager key or value: before repeat_kv's ``expand`` copied them
-    to every query head (its input's dimension 1), else as multiplied."""
-    current = node
-    for _ in range(12):
-        name = op(graph, current)
-        if name not in _LAYOUT_OPS and name not in _REPEAT_OPS:
-            return heads
-        source = argument(graph, current, 0)
-        if source is None or graph.nodes[source].get(g.KIND) != g.OPERATOR:
-            return heads
-        if name == "expand":
-            shape = graph.nodes[source].get(g.SHAPE)
-            return shape[1] if isinstance(shape, list) and len(shape) >= 4 else heads
-        current = source
-    return heads
+    return [batch, key_shape[1], length, size], [batch, value_shape[1], length, value_shape[3]]
 
 
 def kv_cache_bytes(graph: nx.DiGraph, dtype: str | None = None) -> Poly:

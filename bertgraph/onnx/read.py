@@ -392,8 +392,8 @@ def tensor_facts(model: onnx.ModelProto) -> dict[str, TensorFacts]:
     facts: dict[str, TensorFacts] = {}
     for tensor in model.graph.initializer:
         facts[tensor.name] = TensorFacts([int(d) for d in tensor.dims], dtype_name(tensor.data_type))
-    inferred = _inferred_graph(model)
     known = _input_dim_names(model.graph)
+    inferred = _inferred_graph(model, known)
     for value in [*inferred.input, *inferred.value_info, *inferred.output]:
         kind = value.type.WhichOneof("value")
         if kind != "tensor_type" or (value.name in facts and facts[value.name].shape):
@@ -404,7 +404,7 @@ def tensor_facts(model: onnx.ModelProto) -> dict[str, TensorFacts]:
     return facts
 
 
-def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+def _inferred_graph(model: onnx.ModelProto, known: set[str]) -> onnx.GraphProto:
     """The graph with every tensor's shape that inference can work out.
 
     ONNX's own inference loses the input dimensions at the first reshape computed from a
@@ -419,7 +419,6 @@ def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
         inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True).graph
     except (onnx.shape_inference.InferenceError, ValueError, RuntimeError):
         return model.graph  # what the file records is still worth showing
-    known = _input_dim_names(model.graph)
     unknown = _unknown_dims(inferred, known)
     if not unknown:
         return inferred

@@ -736,6 +736,20 @@ def _encoder_beside_decoder(shown: nx.DiGraph, order: list[str], side: dict[str,
     return encoder, decoder
 
 
+def build(
+    graph: nx.DiGraph,
+    depth: int = 2,
+    fold: bool = True,
+    compare: nx.DiGraph | None = None,
+    annotate: str | None = None,
+    edge_labels: str = "shapes",
+) -> Diagram:
+    """The diagram of ``graph``, or of both graphs side by side when ``compare`` is given."""
+    if compare is not None:
+        return build_comparison(graph, compare, depth, fold, annotate=annotate, edge_labels=edge_labels)
+    return build_diagram(graph, depth, fold, annotate=annotate, edge_labels=edge_labels)
+
+
 def build_comparison(
     first: nx.DiGraph,
     second: nx.DiGraph,

@@ -20,8 +20,7 @@ from bertgraph.render.diagram import (
     Cluster,
     Diagram,
     Node,
-    build_comparison,
-    build_diagram,
+    build,
     residual_label,
 )
 from bertgraph.render.escape import dot_html, dot_id, dot_string
@@ -234,20 +233,6 @@ def generate_dot(
     """
     diagram = build(graph, depth, fold, compare, annotate, edge_labels)
     return "\n".join(generate_lines(diagram, theme, dpi)) + "\n"
-
-
-def build(
-    graph: nx.DiGraph,
-    depth: int = 2,
-    fold: bool = True,
-    compare: nx.DiGraph | None = None,
-    annotate: str | None = None,
-    edge_labels: str = "shapes",
-) -> Diagram:
-    """The diagram of ``graph``, or of both graphs side by side when ``compare`` is given."""
-    if compare is not None:
-        return build_comparison(graph, compare, depth, fold, annotate=annotate, edge_labels=edge_labels)
-    return build_diagram(graph, depth, fold, annotate=annotate, edge_labels=edge_labels)
 
 
 def write_dot(graph: nx.DiGraph, path: str | Path, **options: Any) -> Path:

@@ -28,7 +28,7 @@ from bertgraph.files import write_atomic
 from bertgraph.graph import schema as g
 from bertgraph.graph.views import display_name, view
 from bertgraph.render import dot, embed, figures, graphviz_run, svg_data
-from bertgraph.render.diagram import Diagram, build_comparison, build_diagram, lookup_path
+from bertgraph.render.diagram import Diagram, build, lookup_path
 from bertgraph.render.escape import shown_data
 from bertgraph.render.style import KIND_NAMES
 
@@ -100,14 +100,6 @@ def packed(data: Any) -> str:
     """JSON, gzipped (no timestamp, so the bytes are stable) and base64-encoded."""
     raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
-
-
-def _diagram(
-    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "shapes"
-) -> Diagram:
-    if compare is not None:
-        return build_comparison(graph, compare, depth, fold, edge_labels=edge_labels)
-    return build_diagram(graph, depth, fold, edge_labels=edge_labels)
 
 
 def _numbers(value: Any) -> bool:
@@ -209,7 +201,7 @@ def _depth_records(
     graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "shapes"
 ) -> tuple[str, dict[str, Any]]:
     """The DOT source of one depth and the details of its nodes, keyed by DOT id."""
-    diagram = _diagram(graph, depth, fold, compare, edge_labels)
+    diagram = build(graph, depth, fold, compare, edge_labels=edge_labels)
     ids: dict[str, str] = {}
     large = len(diagram.nodes) > LARGE_DRAWING
     source = "\n".join(dot.generate_lines(diagram, "light", ids=ids, edge_xlabels=large)) + "\n"

@@ -18,7 +18,7 @@ from bertgraph.errors import RenderError
 from bertgraph.files import write_atomic
 from bertgraph.graph.views import OPERATOR_LEVEL
 from bertgraph.render import style
-from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build_comparison, build_diagram, residual_label
+from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build, residual_label
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
 
 MAX_EDGES = 500
@@ -130,19 +130,6 @@ def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) 
         yield f"  style {cluster_id(cluster.id)} {look}"
 
 
-def _diagram(
-    graph: nx.DiGraph,
-    depth: int,
-    fold: bool,
-    compare: nx.DiGraph | None,
-    annotate: str | None = None,
-    edge_labels: str = "shapes",
-) -> Diagram:
-    if compare is not None:
-        return build_comparison(graph, compare, depth, fold, annotate=annotate, edge_labels=edge_labels)
-    return build_diagram(graph, depth, fold, annotate=annotate, edge_labels=edge_labels)
-
-
 def generate_mermaid(
     graph: nx.DiGraph,
     depth: int = 2,
@@ -164,7 +151,7 @@ def generate_mermaid(
     attempts = [(depth, fold)] + ([(depth, True)] if not fold else [])
     attempts += [(d, True) for d in range(depth - 1, -1, -1)]
     for level, folded in attempts:
-        diagram = _diagram(graph, level, folded, compare, annotate, edge_labels)
+        diagram = build(graph, level, folded, compare, annotate, edge_labels)
         text = "\n".join(generate_lines(diagram, theme)) + "\n"
         edges = len(diagram.edges)
         if edges <= MAX_EDGES and len(text) <= MAX_TEXT:

@@ -79,7 +79,7 @@ def attention_facts(graph: nx.DiGraph, node: str) -> dict[str, Any]:
         facts[g.ATTENTION] = g.CAUSAL if found["causal"] else g.BIDIRECTIONAL
     if found["padding"]:
         facts[g.PADDING_MASK] = ", ".join(found["padding"])
-    facts.update(heads(graph, node, sdpa))
+    facts.update(heads(graph, node, sdpa, keys_at))
     return facts
 
 
@@ -225,7 +225,7 @@ def keys_from_another_stack(graph: nx.DiGraph, node: str) -> bool:
     return False
 
 
-def heads(graph: nx.DiGraph, node: str, sdpa: bool) -> dict[str, int]:
+def heads(graph: nx.DiGraph, node: str, sdpa: bool, keys_at: str | None = None) -> dict[str, int]:
     """Query heads (the query's second dimension) and key/value heads: the fewest heads on the
     key's path back to its projection, before grouped-query attention repeats them."""
     shape = graph.nodes[argument(graph, node, 0) or node].get(g.SHAPE, []) if sdpa else graph.nodes[node].get(g.SHAPE)
@@ -234,9 +234,8 @@ def heads(graph: nx.DiGraph, node: str, sdpa: bool) -> dict[str, int]:
     q_heads, head_size = shape[1], shape[3]
     if sdpa:
         current = argument(graph, node, 1)
-    else:  # eager: the key is the score product's second operand, transposed ([…, head size, length])
-        scores = eager_products(graph, node)[0]
-        current = argument(graph, scores, 1) if scores is not None else None
+    else:  # eager: the key is the score product's (``keys_at``) second operand, transposed ([…, size, length])
+        current = argument(graph, keys_at, 1) if keys_at is not None else None
         key = graph.nodes[current].get(g.SHAPE) if current is not None else None
         if not (isinstance(key, list) and len(key) == 4):
             return {g.Q_HEADS: q_heads, g.KV_HEADS: q_heads}
