@@ -213,6 +213,23 @@ def test_summary_and_params_of_the_file_give_the_total(exported: Exported, capsy
         assert f"{total:,}" in out, (command, out[-500:])
 
 
+
+def test_cost_of_the_file_leaves_out_what_onnx_does_not_record(
+    exported: Exported, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ONNX file keeps no attention kinds: a causal model's masked FLOPs, KV cache and decode step,
+    and training's saved activations, are left out with the reason, never counted as if bidirectional."""
+    from bertgraph.graph.cost import ONNX_ATTENTION_NOTE, ONNX_TRAINING_NOTE
+
+    assert cli.main(["cost", str(exported.path), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not {"attention_matmul_flops_masked", "kv_cache_bytes", "decode_flops_per_token"} & set(report["total"])
+    assert report["notes"][:2] == [ONNX_ATTENTION_NOTE, ONNX_TRAINING_NOTE]
+    assert report["memory"]["training_activation_bytes"] is None and "activations" not in report["training"]
+    assert report["total"]["matmul_flops"]["values"][0] > 0
+    code, err = _run_cli(["cost", str(exported.path), "--generate", "4"])
+    assert code != 0 and "ONNX file does not record" in err and len(err.strip().splitlines()) == 1
+
 # --- every other head of every family -------------------------------------------------------------
 
 

@@ -345,6 +345,19 @@ def attention_implementation(graph: nx.DiGraph) -> str:
 
 
 KV_CACHE = "kv_cache_bytes"
+ONNX_ATTENTION_NOTE = (
+    "an ONNX file records no attention kinds: the mask-aware attention FLOPs, the KV cache and the decode step "
+    "are left out; run bertgraph cost on the model itself (a preset, a config folder or a hub id) for them"
+)
+ONNX_TRAINING_NOTE = (
+    "an ONNX file is an inference graph: the activations autograd keeps for training are not counted; "
+    "run bertgraph cost on the model itself for them"
+)
+
+
+def from_onnx(graph: nx.DiGraph) -> bool:
+    """Whether the graph was read from an ONNX file (not traced)."""
+    return graph.graph.get(g.G_SOURCE) == "onnx"
 DECODE_FLOPS = "decode_flops_per_token"
 MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
 
@@ -356,6 +369,11 @@ def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], lis
 
     found: dict[str, Poly] = {}
     notes: list[str] = []
+    if from_onnx(graph):
+        # ONNX keeps no attention facts (the mask is ops like any other), so a causal model's attention
+        # would be counted as bidirectional and a decoder would seem to cache nothing: say so instead.
+        notes.append(ONNX_ATTENTION_NOTE)
+        return found, notes
     try:
         found[MASKED_ATTENTION_FLOPS] = masked.masked_attention_flops(graph)
     except CostError as error:
@@ -408,21 +426,28 @@ def cost_report(
         )
     chosen = dtype or memory.traced_float_dtype(graph)
     training = memory.training_memory(graph, chosen, frozen)
-    kept = saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
-    activations = _figure(kept.bytes, sizes_list)
-    training["activations"] = {
-        **activations,
-        "dtype": memory.traced_float_dtype(graph),
-        "unsupported": kept.unsupported,
-    }
-    training["total_with_activations"] = [training["total"] + value for value in activations["values"]]
+    saved_values: list[int] | None = None
+    if not from_onnx(graph):
+        kept = saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
+        activations = _figure(kept.bytes, sizes_list)
+        training["activations"] = {
+            **activations,
+            "dtype": memory.traced_float_dtype(graph),
+            "unsupported": kept.unsupported,
+        }
+        saved_values = activations["values"]
+        training["total_with_activations"] = [training["total"] + value for value in saved_values]
     peaks = [memory.peak_activation(graph, s, dtype) for s in sizes_list]
     planning, notes = planning_totals(graph, chosen)
+    if saved_values is None:
+        notes.append(ONNX_TRAINING_NOTE)
     extra: dict[str, Any] = {}
     if generate is not None and DECODE_FLOPS in planning:
         extra["generate"] = [
             generation.generate(graph, s, generate, totals[g.MATMUL_FLOPS], chosen) for s in sizes_list
         ]
+    elif generate is not None and from_onnx(graph):
+        raise CostError("--generate needs the attention facts an ONNX file does not record; run it on the model itself")
     elif generate is not None:
         raise CostError(
             f"{graph.graph.get(g.G_NAME) or 'this model'} does not generate (no causal or cross-attention "
@@ -449,7 +474,7 @@ def cost_report(
             "input_bytes": [memory.input_bytes(graph, s) for s in sizes_list],
             "peak_activation_bytes": [peak.bytes for peak in peaks],
             "peak_at": [peak.node for peak in peaks],
-            "training_activation_bytes": activations["values"],
+            "training_activation_bytes": saved_values,
         },
         "training": training,
         "unsupported": unsupported(graph),
