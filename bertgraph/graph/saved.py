@@ -223,19 +223,22 @@ def _unrepeated(graph: nx.DiGraph, node: str) -> str:
 class Saved(NamedTuple):
     bytes: Poly
     unsupported: list[str]  # ops on the gradient's path without a rule (left out)
+    by_node: dict[str, Poly]  # op → the bytes kept for it: its saved output's storage, the new tensors it keeps
 
 
 def saved_activation_bytes(graph: nx.DiGraph, frozen: frozenset[str] = frozenset()) -> Saved:
     """The bytes autograd keeps for backward after one training-mode forward, a polynomial.
 
     ``frozen``: parameter names that do not require gradients (ops reading only those are not tracked).
+    Each saved storage is charged to the op that wrote it, each new tensor to the op that keeps it,
+    so ``by_node`` sums to ``bytes`` and a module's share is what its own ops put on the tape.
     """
     order = g.ops_in_order(graph)
     root: dict[str, str | None] = {}  # node → the op owning its storage; None: a parameter's or an input's
     tracked: dict[str, bool] = {}
     size: dict[str, Poly] = {}
     saved: set[str] = set()
-    extra = Poly()
+    extra: dict[str, Poly] = {}
     unsupported: list[str] = []
     for node in order:
         data = graph.nodes[node]
@@ -279,8 +282,19 @@ def saved_activation_bytes(graph: nx.DiGraph, frozen: frozenset[str] = frozenset
         if found.output and root[node] is not None:
             saved.add(str(root[node]))
         for elements, width in found.new:
-            extra = extra + elements * width
-    total = extra
-    for owner in sorted(saved):
-        total = total + size[owner]
-    return Saved(total, sorted(set(unsupported)))
+            extra[node] = extra.get(node, Poly()) + elements * width
+    by_node = dict(extra)
+    for owner in saved:
+        by_node[owner] = by_node.get(owner, Poly()) + size[owner]
+    total = Poly()
+    for node in sorted(by_node):
+        total = total + by_node[node]
+    return Saved(total, sorted(set(unsupported)), dict(sorted(by_node.items())))
+
+
+def annotate_saved(graph: nx.DiGraph, frozen: frozenset[str] = frozenset()) -> nx.DiGraph:
+    """A copy of ``graph`` whose ops carry :data:`~bertgraph.graph.schema.SAVED_BYTES` (views sum it)."""
+    shown = graph.copy()
+    for node, poly in saved_activation_bytes(graph, frozen).by_node.items():
+        shown.nodes[node][g.SAVED_BYTES] = str(poly)
+    return shown

@@ -88,7 +88,9 @@ OTHER_FLOPS = "other_flops"
 ACTIVATION_BYTES = "activation_bytes"
 PARAM_BYTES = "param_bytes"
 COST_UNSUPPORTED = "cost_unsupported"
-POLY_ATTRS = (MATMUL_FLOPS, OTHER_FLOPS, ACTIVATION_BYTES)
+# Bytes autograd keeps for the backward pass (graph/saved.py), written only when a drawing asks for it.
+SAVED_BYTES = "saved_bytes"
+POLY_ATTRS = (MATMUL_FLOPS, OTHER_FLOPS, ACTIVATION_BYTES, SAVED_BYTES)
 CALL = "call"  # op: the module's call it ran in, when the module is called more than once (0 is left out)
 LITERALS = "literals"  # op: {argument position or keyword: number or flag}; sizes named, non-finite as text
 ARGS = "args"  # edge: positions in the target's INPUTS the tensor fills

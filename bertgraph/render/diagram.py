@@ -499,9 +499,14 @@ def _with_costs(graph: nx.DiGraph, annotate: str) -> nx.DiGraph:
 
     if annotate not in ANNOTATIONS:
         raise ValueError(f"unknown annotation {annotate!r}; choose one of: {', '.join(ANNOTATIONS)}")
-    if annotate == "params" or cost.has_costs(graph):
+    if annotate == "params":
         return graph
-    return cost.annotate(graph.copy())
+    costed = graph if cost.has_costs(graph) else cost.annotate(graph.copy())
+    if annotate == "memory" and costed.graph.get(g.G_SOURCE) != "onnx":
+        from bertgraph.graph import saved
+
+        return saved.annotate_saved(costed)  # beside the bytes written, what training keeps of them
+    return costed
 
 
 class _Annotator:
@@ -535,7 +540,8 @@ class _Annotator:
     def scale_title(self) -> str:
         noun = {"params": "parameters", "flops": "FLOPs", "memory": "activation bytes written"}[self.what]
         at = "" if self.what == "params" else f" at {', '.join(f'{k}={v}' for k, v in self.sizes.items())}"
-        return f"share of {noun}{at}"
+        kept = "; “kept for backward”: what a training step saves" if self.what == "memory" else ""
+        return f"share of {noun}{at}{kept}"
 
     def annotate(self, node: Node, data: dict[str, Any], in_fold: bool) -> Node:
         """``node`` with the figure as its last line and the heat bin of its share."""
@@ -551,7 +557,18 @@ class _Annotator:
             line = f"{self.figure(value)} · {percent}"
         if self.what == "params":
             line = f"{percent} of parameters" + (f" (all {repeat})" if repeat > 1 else "")
-        return replace(node, lines=(*node.lines, line), heat=heat_bin(share))
+        lines = (*node.lines, line)
+        kept = self.kept(data) if self.what == "memory" else 0
+        if kept:
+            each = " each" if repeat > 1 else ""
+            lines = (*lines, f"{self.figure(kept // repeat)}{each} kept for backward")
+        return replace(node, lines=lines, heat=heat_bin(share))
+
+    def kept(self, data: dict[str, Any]) -> int:
+        """The bytes autograd keeps of this node's work for the backward pass (0 where not computed)."""
+        from bertgraph.graph import cost
+
+        return cost.evaluate(cost.node_poly(data, g.SAVED_BYTES), self.sizes)
 
 
 # --- building -----------------------------------------------------------------------------

@@ -70,6 +70,7 @@ COST_WORDS: dict[str, tuple[str, str]] = {
     g.MATMUL_FLOPS: ("matrix-multiply FLOPs", "FLOPs"),
     g.OTHER_FLOPS: ("other FLOPs (element-wise, norms, softmax)", "FLOPs"),
     g.ACTIVATION_BYTES: ("activation bytes written", "bytes"),
+    g.SAVED_BYTES: ("bytes kept for the backward pass (training)", "bytes"),
     g.PARAM_BYTES: ("parameter bytes", "bytes"),
 }
 
