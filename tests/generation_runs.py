@@ -16,6 +16,7 @@ from typing import Any
 import networkx as nx
 
 import bertgraph
+from bertgraph.graph import io as graph_io
 from tests.family_configs import TINY
 
 WINDOW = 16
@@ -38,6 +39,12 @@ PROMPTS = [(1, 5), (2, 24)]
 DECODER_TOKENS = 7  # an encoder-decoder's decoder tokens in its prompt
 
 _GRAPHS: dict[tuple[str, str | None], nx.DiGraph] = {}
+FIXTURES = Path(__file__).parent / "fixtures" / "planning"
+# Every graph the planning tests read: each model with its default attention, the decoders eager too.
+FIXTURE_GRAPHS: tuple[tuple[str, str | None], ...] = (
+    *((name, None) for name in (*CONFIGS, *ENCODERS)),
+    *((name, "eager") for name in CONFIGS),
+)
 _FOLDER = Path(tempfile.mkdtemp(prefix="bertgraph-generation-"))
 
 
@@ -52,12 +59,33 @@ def config_dir(name: str) -> Path:
     return folder
 
 
+def fixture_path(name: str, attention: str | None = None) -> Path:
+    """The committed graph file of ``name`` (``tests/test_graph_fixtures.py`` holds it to a fresh trace)."""
+    return FIXTURES / f"{name}{'-' + attention if attention else ''}.json"
+
+
+def trace_fresh(name: str, attention: str | None = None) -> nx.DiGraph:
+    """A fresh trace of ``name`` (facts and costs on); ``attention`` as ``--attention``."""
+    return bertgraph.trace(str(config_dir(name)), head_of(name), cache=False, attention=attention).graph
+
+
 def graph_of(name: str, attention: str | None = None) -> nx.DiGraph:
-    """The traced graph (facts and costs on), once per session; ``attention`` as ``--attention``."""
+    """The graph of ``name``, read from its committed file: the planning tests then trace nothing, so they
+    run in-process against the graph code alone (and mutation testing can use them)."""
     if (name, attention) not in _GRAPHS:
-        arch = bertgraph.trace(str(config_dir(name)), head_of(name), cache=False, attention=attention)
-        _GRAPHS[name, attention] = arch.graph
+        _GRAPHS[name, attention] = graph_io.read_json(fixture_path(name, attention))
     return _GRAPHS[name, attention]
+
+
+def write_fixtures() -> None:
+    """Rewrite every committed planning graph: ``python -m tests.generation_runs``."""
+    FIXTURES.mkdir(exist_ok=True)
+    for name, attention in FIXTURE_GRAPHS:
+        graph_io.write_json(trace_fresh(name, attention), fixture_path(name, attention))
+
+
+if __name__ == "__main__":
+    write_fixtures()
 
 
 def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:

@@ -16,6 +16,7 @@ import pytest
 import bertgraph
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
+from tests import generation_runs
 from tests.graph_fixtures import HEADS, bert_tiny, fixture_path
 
 
@@ -30,4 +31,13 @@ def test_the_committed_graph_is_a_fresh_trace(head: str) -> None:
     fresh = bertgraph.trace("bert-tiny", head, cache=False, layers=3).graph
     assert _comparable(bert_tiny(head)) == _comparable(fresh), (
         f"rewrite {fixture_path(head)} (see this file's docstring)"
+    )
+
+
+@pytest.mark.parametrize(("name", "attention"), generation_runs.FIXTURE_GRAPHS)
+def test_the_committed_planning_graphs_are_fresh_traces(name: str, attention: str | None) -> None:
+    fresh = generation_runs.trace_fresh(name, attention)
+    committed = graph_io.read_json(generation_runs.fixture_path(name, attention))
+    assert _comparable(committed) == _comparable(fresh), (
+        f"rewrite {generation_runs.fixture_path(name, attention)}: python -m tests.generation_runs"
     )
