@@ -74,7 +74,7 @@ def _ffn_text(graph: nx.DiGraph, ops: list[dict[str, Any]], hidden: int | None) 
     act = acts[0] if acts else "?"
     if "SiLU" in acts and sum("mul" in n for n in names) >= 1 and act == "SiLU":
         act = "SwiGLU"
-    return f"FFN {act} · {hidden} → {width} → {hidden}" if width and hidden else f"FFN {act}"
+    return f"FFN {act} · {hidden}→{width}→{hidden}" if width and hidden else f"FFN {act}"
 
 
 def _steps(graph: nx.DiGraph, layer: str, hidden: int | None) -> list[Step]:
@@ -166,7 +166,7 @@ def _caption(graph: nx.DiGraph, stack: dict[str, Any], kind: dict[str, Any]) -> 
 
     config = graph.graph.get(g.G_CONFIG, {})
     heads = stack["grouped_query"] or _heads(graph, stack)
-    lines = [f"{stack['layers']} layers · hidden {stack['hidden']}"]
+    lines = [f"{stack['layers']} layers", f"hidden {stack['hidden']}"]
     if heads:
         lines.append(f"heads {heads[0]} q / {heads[1]} kv")
     if config.get("vocab"):
