@@ -69,7 +69,7 @@ def generate_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
             cross = [n for n, s in enumerate(cols[1].steps) if s.role == "cross-attention"]
             last = f"m{number}c0fn" if cols[0].final_norm else f"m{number}c0s{len(cols[0].steps) - 1}"
             for n in cross:
-                yield f'  "{last}" -> "m{number}c1s{n}" [color="#b85450", constraint=false];'
+                yield f'  "{last}" -> "m{number}c1s{n}" [color="#b85450"];'
         yield "  }"
     yield "}"
 
