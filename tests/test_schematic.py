@@ -84,3 +84,19 @@ def test_column_facts_match_the_config(traced: Any) -> None:
     assert [c.pattern for c in cols] == [["bidirectional"], ["causal"]]
     assert "FFN ReLU · 512→2048→512" in [s.text for s in cols[0].steps]
     assert kind["position"] == ["relative-buckets"]
+
+
+FIVE = ("bert-base-uncased", "gpt2", "t5-small", "answerdotai/ModernBERT-base", "albert-base-v2")
+
+
+def test_five_models_read_at_8px_on_1200px(traced: Any, dot_binary: str) -> None:
+    svg = schematic.schematic_text(_graphs(traced, FIVE), "svg")
+    assert smallest_px(svg.decode() if isinstance(svg, bytes) else svg, 1200) >= 8
+
+
+def test_patterns_and_shared_layers(traced: Any) -> None:
+    _, (modern,) = columns(traced("answerdotai/ModernBERT-base").graph)
+    assert modern.layers == 22 and len(modern.pattern) == 3  # [global, window, window] repeating
+    assert modern.pattern[0] == "bidirectional" and modern.pattern[1] == modern.pattern[2] != "bidirectional"
+    _, (albert,) = columns(traced("albert-base-v2").graph)
+    assert albert.shared and albert.layers == 12

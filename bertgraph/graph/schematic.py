@@ -129,7 +129,8 @@ def _pattern(graph: nx.DiGraph, stack: str, layers: int) -> list[str]:
         if found:
             labels.append(found[0])
     for size in range(1, len(labels) + 1):
-        if len(labels) % size == 0 and labels == labels[:size] * (len(labels) // size):
+        # a cycle may stop part-way (ModernBERT: 22 layers of [global, window, window])
+        if labels == (labels[:size] * (len(labels) // size + 1))[: len(labels)]:
             return labels[:size]
     return labels
 

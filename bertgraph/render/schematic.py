@@ -31,12 +31,14 @@ def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
     yield _box(f"{prefix}emb", "embeddings · " + position.replace(", ", " · "), "#e1d5e7")
     times = f"{column.layers} × (one shared layer)" if column.shared else f"{column.layers} ×"
     if len(column.pattern) > 1:
-        times = f"{column.layers} × [{', '.join(column.pattern)}]"
+        times = f"{column.layers} × [{', '.join(column.pattern)}] repeating"
     yield f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(times)}>; labeljust=r; style="dashed"; color="#555555";'
     for number, step in enumerate(column.steps):
         text = step.text
         if step.role == "attention" and len(column.pattern) == 1:
             text = f"{column.pattern[0]} self-attention"
+        elif step.role == "attention" and column.pattern:
+            text = "self-attention · " + " / ".join(column.pattern)
         yield _box(f"{prefix}s{number}", text, COLOURS.get(step.role, "white"))
     yield "  }"
     if column.final_norm:
