@@ -4,8 +4,9 @@ the layer drawn once inside an "N ×" frame, facts in a caption, a few colours e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
 import textwrap
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import networkx as nx
@@ -47,7 +48,7 @@ def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
     yield "  }"
     chain = [f"{prefix}in", f"{prefix}emb"] + [f"{prefix}s{n}" for n in range(len(column.steps))]
     chain += [f"{prefix}fn"] * column.final_norm + [f"{prefix}out"]
-    for a, b in zip(chain, chain[1:]):
+    for a, b in itertools.pairwise(chain):
         yield f'  "{a}" -> "{b}";'
 
 
@@ -56,7 +57,10 @@ def generate_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
     built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
     yield "digraph schematic {"
     yield f'  graph [rankdir=TB, nodesep=0.15, ranksep=0.18, fontname="Helvetica", fontsize={FONT}];'
-    yield f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={FONT}, height=0.3, margin="0.08,0.03"];'
+    yield (
+        f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={FONT}, '
+        'height=0.3, margin="0.08,0.03"];'
+    )
     yield '  edge [arrowsize=0.6, color="#444444"];'
     for number, (kind, cols) in enumerate(built):
         position = ", ".join(kind["position"]) or "no position"
