@@ -261,7 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODEL",
         help="presets, config folders or hub ids (default: bert-base-uncased gpt2 t5-small)",
     )
-    families.add_argument("--depth", type=_depth, default=2, help="depth of every model's diagram (default 2)")
+    families.add_argument(
+        "--view",
+        choices=("schematic", "diagrams"),
+        default="schematic",
+        help="schematic (default: a compact column per stack, the layer once in an 'N ×' frame; "
+        "svg, png, pdf, dot) or diagrams (the models' diagrams at --depth, stitched; also Mermaid)",
+    )
+    families.add_argument("--depth", type=_depth, default=2, help="depth of every model's diagram (--view diagrams)")
     families.add_argument(
         "--format", choices=FAMILIES_FORMATS, help="default: from the output suffix (.md: the figure and table)"
     )
@@ -761,7 +768,14 @@ def cmd_families(args: argparse.Namespace) -> int:
     specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
     graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
     written = write_families(
-        graphs, args.output, fmt, depth=args.depth, theme=args.theme or "light", table=args.table, warn=_warn
+        graphs,
+        args.output,
+        fmt,
+        depth=args.depth,
+        theme=args.theme or "light",
+        table=args.table,
+        warn=_warn,
+        view=args.view,
     )
     for path in written:
         print(f"wrote {path}", file=sys.stderr)

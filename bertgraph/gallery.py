@@ -101,7 +101,8 @@ def build_gallery(
         write_atomic(folder / "cost.txt", "\n".join(text.generate_cost(cost.cost_report(base.graph, sizes))) + "\n")
     )
     family_graphs = [load(resolve(name, "base"), use_cache=use_cache).graph for name in families.DEFAULT_MODELS]
-    written += families.write_families(family_graphs, folder / "families.svg", "svg", warn=warn)
+    schematic_graphs = family_graphs + [load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]
+    written += families.write_families(schematic_graphs, folder / "families.svg", "svg", warn=warn, view="schematic")
     written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn)
     report_path = folder / "report.md"
     plot_name = None

@@ -196,11 +196,21 @@ def write_families(
     theme: str = "light",
     table: Any = None,
     warn: Any = None,
+    view: str = "diagrams",
 ) -> list[Any]:
-    """Write the figure (or the Markdown page) to ``path`` and, when given, the table to ``table``."""
-    from bertgraph.files import write_atomic
+    """Write the figure (or the Markdown page) to ``path`` and, when given, the table to ``table``.
 
-    written = [write_atomic(path, families_text(graphs, fmt, depth, theme, warn))]
+    ``view="schematic"`` draws svg, png, pdf and dot as the families schematic
+    (:mod:`bertgraph.render.schematic`); Mermaid and the Markdown page keep the stitched diagrams.
+    """
+    from bertgraph.files import write_atomic
+    from bertgraph.render import schematic
+
+    if view == "schematic" and fmt in ("svg", "png", "pdf", "dot"):
+        text = schematic.schematic_text(graphs, fmt)
+    else:
+        text = families_text(graphs, fmt, depth, theme, warn)
+    written = [write_atomic(path, text)]
     if table is not None:
         text = "\n".join(generate_table(kinds_of(graphs))) + "\n"
         written.append(write_atomic(table, text))
