@@ -137,12 +137,27 @@ def _pattern(graph: nx.DiGraph, stack: str, layers: int) -> list[str]:
 
 def _final_norm(graph: nx.DiGraph, stack: str) -> bool:
     """A norm in the stack's part of the model, after its layers (GPT-2's ln_f, T5's final_layer_norm)."""
+    kinds = roles.stack_kinds(graph)
+    last = max(_op_orders(graph, stack), default=-1)
     for path in graph.graph.get(g.G_MODULES, {}):
-        if path.startswith(stack + "."):
+        if path.startswith(stack + ".") or roles.role_of(graph, path) != "norm":
             continue
-        if roles.role_of(graph, path) == "norm" and roles.stack_side(graph, path) == roles.stack_kinds(graph)[stack]:
+        if roles.stack_side(graph, path) == kinds[stack]:
+            return True
+        # one stack: a norm outside it that runs after its last layer is its final norm (GPT-2's ln_f)
+        if len(kinds) == 1 and not roles.stack_side(graph, path) and min(_op_orders(graph, path), default=-1) > last:
             return True
     return False
+
+
+def _op_orders(graph: nx.DiGraph, path: str) -> list[int]:
+    """Execution positions of the ops of module ``path`` and its children."""
+    return [
+        int(data.get(g.ORDER, 0))
+        for _, data in graph.nodes(data=True)
+        if data.get(g.KIND) == g.OPERATOR
+        and (str(data.get(g.MODULE, "")) == path or str(data.get(g.MODULE, "")).startswith(path + "."))
+    ]
 
 
 def columns(graph: nx.DiGraph) -> tuple[dict[str, Any], list[Column]]:
