@@ -77,15 +77,17 @@ def graph_of(name: str, attention: str | None = None) -> nx.DiGraph:
     return _GRAPHS[name, attention]
 
 
-def write_fixtures() -> None:
-    """Rewrite every committed planning graph: ``python -m tests.generation_runs``."""
-    FIXTURES.mkdir(exist_ok=True)
+def write_fixtures(folder: Path = FIXTURES) -> None:
+    """Rewrite every committed planning graph: ``python -m tests.generation_runs [FOLDER]``."""
+    folder.mkdir(exist_ok=True)
     for name, attention in FIXTURE_GRAPHS:
-        graph_io.write_json(trace_fresh(name, attention), fixture_path(name, attention))
+        graph_io.write_json(trace_fresh(name, attention), folder / fixture_path(name, attention).name)
 
 
 if __name__ == "__main__":
-    write_fixtures()
+    import sys
+
+    write_fixtures(Path(sys.argv[1]) if len(sys.argv) > 1 else FIXTURES)
 
 
 def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:

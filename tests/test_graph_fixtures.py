@@ -10,6 +10,9 @@ When the graph code changes what a trace holds, rewrite them with::
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,8 @@ from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from tests import generation_runs
 from tests.graph_fixtures import HEADS, bert_tiny, fixture_path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _comparable(graph: object) -> str:
@@ -34,10 +39,16 @@ def test_the_committed_graph_is_a_fresh_trace(head: str) -> None:
     )
 
 
-@pytest.mark.parametrize(("name", "attention"), generation_runs.FIXTURE_GRAPHS)
-def test_the_committed_planning_graphs_are_fresh_traces(name: str, attention: str | None) -> None:
-    fresh = generation_runs.trace_fresh(name, attention)
-    committed = graph_io.read_json(generation_runs.fixture_path(name, attention))
-    assert _comparable(committed) == _comparable(fresh), (
-        f"rewrite {generation_runs.fixture_path(name, attention)}: python -m tests.generation_runs"
+def test_the_committed_planning_graphs_are_fresh_traces(tmp_path: Path) -> None:
+    """Traced in a process of their own: a fresh interpreter, as the files were written, so no other
+    test's state (transformers' or torch's settings) reaches the traces."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.generation_runs", str(tmp_path)], cwd=ROOT, capture_output=True, text=True
     )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name, attention in generation_runs.FIXTURE_GRAPHS:
+        path = generation_runs.fixture_path(name, attention)
+        fresh = graph_io.read_json(tmp_path / path.name)
+        assert _comparable(graph_io.read_json(path)) == _comparable(fresh), (
+            f"rewrite {path}: python -m tests.generation_runs"
+        )
