@@ -811,9 +811,7 @@ def cmd_masks(args: argparse.Namespace) -> int:
     if fmt == "json":
         outputs.append((args.output, draw.json_text(found)))
     elif svg is not None:
-        words = f"{args.seq_len} tokens, the last {args.pad} padding"
-        if any(mask.stack == "cross" for entry in found for mask in entry.masks):
-            words += f"; {example.target_len} decoder tokens, the last {args.pad} padding"
+        words = draw.example_words(found, example)
         outputs += [(svg, draw.figure(found, "svg")), (args.output, draw.markdown_page(found, svg.name, words))]
     else:
         outputs.append((args.output, draw.figure(found, fmt)))

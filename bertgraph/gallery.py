@@ -14,8 +14,10 @@ from bertgraph.api import Architecture, load
 from bertgraph.errors import BertgraphError
 from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
 from bertgraph.graph import cost
+from bertgraph.graph import schema as g
+from bertgraph.graph.masks import Example, model_masks
 from bertgraph.model import resolve
-from bertgraph.render import families, mermaid, plot, report, text, write_diagram
+from bertgraph.render import families, masks, mermaid, plot, report, text, write_diagram
 from bertgraph.render.graphviz_run import require_dot
 
 DEPTHS = (1, 2, 3)
@@ -41,7 +43,7 @@ def gallery_files(head: str, plots: bool) -> list[str]:
     if head != "base":
         names += ["bert-compare.svg", "bert-compare.png"]
     names += ["bert.html", "bert-flops.svg", "bert-mermaid.md", "summary.txt", "params.txt", "cost.txt"]
-    names += ["families.svg", "families.md"]
+    names += ["families.svg", "families.md", "masks.svg"]
     if plots:
         names.append(report.plot_path(Path("report.md")).name)
     return [*names, "report.md"]
@@ -104,6 +106,9 @@ def build_gallery(
     schematic_graphs = family_graphs + [load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]
     written += families.write_families(schematic_graphs, folder / "families.svg", "svg", warn=warn, view="schematic")
     written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn)
+    example = Example()
+    found = [masks.ModelMasks(str(graph.graph[g.G_NAME]), tuple(model_masks(graph, example))) for graph in schematic_graphs]
+    written.append(write_atomic(folder / "masks.svg", masks.figure(found, "svg")))
     report_path = folder / "report.md"
     plot_name = None
     if plot.available():

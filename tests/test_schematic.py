@@ -49,6 +49,9 @@ def test_no_cycle_and_no_upward_edge(traced: Any, dot_binary: str) -> None:
     ys, edges = laid_out(source)
     assert nx.is_directed_acyclic_graph(nx.DiGraph(edges))
     assert [(a, b) for a, b in edges if ys[a] <= ys[b]] == []
+    # cross-attention reads the encoder's output, not a step inside it
+    crossing = [(a, b) for a, b in edges if a.startswith("m2c0") and b.startswith("m2c1")]
+    assert crossing and {a for a, _ in crossing} == {"m2c0out"}
 
 
 def test_encoder_column_left_of_decoder(traced: Any, dot_binary: str) -> None:
@@ -61,13 +64,13 @@ def test_encoder_column_left_of_decoder(traced: Any, dot_binary: str) -> None:
 @pytest.mark.parametrize(
     ("model", "order"),
     [
-        ("bert-base-uncased", [["attention", "norm", "feed-forward", "norm"]]),  # post-norm
-        ("gpt2", [["norm", "attention", "norm", "feed-forward"]]),  # pre-norm
+        ("bert-base-uncased", [["attention", "residual", "norm", "feed-forward", "residual", "norm"]]),  # post-norm
+        ("gpt2", [["norm", "attention", "residual", "norm", "feed-forward", "residual"]]),  # pre-norm
         (
             "t5-small",
             [
-                ["norm", "attention", "norm", "feed-forward"],
-                ["norm", "attention", "norm", "cross-attention", "norm", "feed-forward"],
+                ["norm", "attention", "residual", "norm", "feed-forward", "residual"],
+                ["norm", "attention", "residual", "norm", "cross-attention", "residual", "norm", "feed-forward", "residual"],
             ],
         ),
     ],
@@ -75,6 +78,89 @@ def test_encoder_column_left_of_decoder(traced: Any, dot_binary: str) -> None:
 def test_layer_order_read_off_the_ops(traced: Any, model: str, order: list[list[str]]) -> None:
     _, cols = columns(traced(model).graph)
     assert [[step.role for step in column.steps] for column in cols] == order
+
+
+@pytest.mark.parametrize(
+    ("model", "skips"),
+    [
+        # post-norm: the layer's input around attention, the attention's norm around the FFN
+        ("bert-base-uncased", [[(-1, 1), (2, 4)]]),
+        # pre-norm: each residual starts before the sublayer's norm (T5's starts at the layer's input,
+        # read through the no-op cast its norm begins with)
+        ("gpt2", [[(-1, 2), (2, 5)]]),
+        ("t5-small", [[(-1, 2), (2, 5)], [(-1, 2), (2, 5), (5, 8)]]),
+    ],
+)
+def test_residuals_start_where_the_added_tensor_was_made(traced: Any, model: str, skips: list[list[tuple[int, int]]]) -> None:
+    _, cols = columns(traced(model).graph)
+    assert [column.skips for column in cols] == skips
+
+
+@pytest.mark.parametrize(
+    "model", ["bert-base-uncased", "gpt2", "t5-small", "albert-base-v2", "modernbert-base", "TinyLlama-1.1B", "bart-base"]
+)
+def test_ffn_width_is_the_configured_intermediate_size(traced: Any, model: str) -> None:
+    """Gated FFNs included: ModernBERT's fused input projection is twice its width, LLaMA's has two."""
+    graph = traced(model).graph
+    _, cols = columns(graph)
+    expected = graph.graph["config"]["intermediate"]
+    hidden = graph.graph["config"]["hidden"]
+    for column in cols:
+        (ffn,) = [step.text for step in column.steps if step.role == "feed-forward"]
+        assert ffn.endswith(f"{hidden}→{expected}→{hidden}"), ffn
+
+
+@pytest.mark.parametrize(
+    ("model", "activation", "norm"),
+    [
+        ("bert-base-uncased", "GELU", "LayerNorm"),
+        ("albert-base-v2", "GELU (tanh)", "LayerNorm"),  # its activation is a module of the layer, not of an FFN
+        ("modernbert-base", "GeGLU", "LayerNorm"),
+        ("TinyLlama-1.1B", "SwiGLU", "RMSNorm"),
+        ("t5-small", "ReLU", "RMSNorm"),  # T5LayerNorm does not centre: an RMS norm
+    ],
+)
+def test_activation_and_norm_kind_read_off_the_ops(traced: Any, model: str, activation: str, norm: str) -> None:
+    _, cols = columns(traced(model).graph)
+    steps = cols[0].steps
+    assert [s.text.split(" · ")[0] for s in steps if s.role == "feed-forward"] == [f"FFN {activation}"]
+    assert {s.text for s in steps if s.role == "norm"} == {norm}
+
+
+@pytest.mark.parametrize(
+    ("model", "outer"),
+    [
+        ("bert-base-uncased", [(True, False)]),  # embeddings' LayerNorm, no final norm
+        ("gpt2", [(False, True)]),  # ln_f
+        ("bart-base", [(True, False), (True, False)]),  # layernorm_embedding runs before the layers
+        ("t5-small", [(False, True), (False, True)]),
+    ],
+)
+def test_norms_outside_the_layers_before_or_after_them(traced: Any, model: str, outer: list[tuple[bool, bool]]) -> None:
+    _, cols = columns(traced(model).graph)
+    assert [(c.embedding_norm, c.final_norm) for c in cols] == outer
+
+
+def test_a_shared_layer_keeps_its_attention_kind(traced: Any) -> None:
+    _, (albert,) = columns(traced("albert-base-v2").graph)
+    assert albert.pattern == ["bidirectional"]
+    source = str(schematic.schematic_text([traced("albert-base-v2").graph], "dot"))
+    assert "bidirectional self-attention" in source and "12 × (one shared layer)" in source
+
+
+def test_layers_that_slide_past_max_window_layers_are_runs(tmp_path: Any) -> None:
+    """Qwen2 with sliding layers from ``max_window_layers`` on: no repeating cycle, runs of layers."""
+    import bertgraph
+    from tests.test_sliding_window_layers import WINDOW, sliding_config
+
+    config = sliding_config("qwen2", layers=5, window_layers=2)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    graph = bertgraph.trace(str(tmp_path), cache=False).graph
+    _, (column,) = columns(graph)
+    sliding = f"causal-sliding-window({WINDOW})"
+    assert column.runs == [(1, 2, "causal"), (3, 5, sliding)]
+    source = str(schematic.schematic_text([graph], "dot"))
+    assert "layers 1–2: causal" in source and f"layers 3–5: {sliding}" in source and "repeating" not in source
 
 
 def test_column_facts_match_the_config(traced: Any) -> None:

@@ -16,12 +16,13 @@ from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
 from bertgraph.graph.kinds import architecture_kind
 
-ACTIVATIONS = {"gelu": "GELU", "relu": "ReLU", "silu": "SiLU", "tanh": "GELU (tanh)", "sigmoid": "gated"}
+ACTIVATIONS = {"gelu": "GELU", "relu": "ReLU", "silu": "SiLU", "tanh": "GELU (tanh)", "sigmoid": "sigmoid"}
+GATED = {"GELU": "GeGLU", "GELU (tanh)": "GeGLU", "SiLU": "SwiGLU", "ReLU": "ReGLU"}
 
 
 @dataclass(frozen=True)
 class Step:
-    """One box of the layer: ``role`` is norm, attention, cross-attention or feed-forward."""
+    """One box of the layer: ``role`` is norm, attention, cross-attention, feed-forward or residual."""
 
     role: str
     text: str
@@ -34,16 +35,39 @@ class Column:
     kind: str  # encoder or decoder
     layers: int
     steps: list[Step] = field(default_factory=list)
+    # residual connections: (the step whose output is added, or -1 for the layer's input; the residual step)
+    skips: list[tuple[int, int]] = field(default_factory=list)
     pattern: list[str] = field(default_factory=list)  # attention label per layer, one cycle of it
+    # where no shorter cycle repeats (Qwen2's first layers full, the rest sliding): (first, last, label), from 1
+    runs: list[tuple[int, int, str]] = field(default_factory=list)
     shared: bool = False  # one layer's weights run every time (ALBERT)
+    embedding_norm: bool = False  # the embeddings' sum normalised before the layers
     final_norm: bool = False
     caption: list[str] = field(default_factory=list)
 
 
-def _layer_ops(graph: nx.DiGraph, layer: str) -> list[dict[str, Any]]:
-    ops = [d for _, d in graph.nodes(data=True) if d.get(g.KIND) == g.OPERATOR]
-    mine = [d for d in ops if str(d.get(g.MODULE, "")).startswith(layer + ".") and not d.get(g.CALL)]
-    return sorted(mine, key=lambda d: d.get(g.ORDER, 0))
+@dataclass
+class _Group:
+    """The ops of one step's modules, in the order they run."""
+
+    role: str
+    nodes: list[str]
+
+
+SUBLAYERS = ("attention", "cross-attention", "feed-forward")
+# ops that contract the hidden dimension: where a feed-forward's width is read (the input of its last one)
+CONTRACTIONS = {"aten.linear.default": 0, "aten.addmm.default": 1, "aten.mm.default": 0, "aten.matmul.default": 0}
+
+
+def _layer_nodes(graph: nx.DiGraph, layer: str) -> list[str]:
+    """The op nodes of ``layer``'s first call, in execution order."""
+    found = []
+    for node in g.ops_in_order(graph):
+        data = graph.nodes[node]
+        module = str(data.get(g.MODULE, ""))
+        if data.get(g.KIND) == g.OPERATOR and not data.get(g.CALL) and (module == layer or module.startswith(layer + ".")):
+            found.append(node)
+    return found
 
 
 def _role(graph: nx.DiGraph, module: str) -> str:
@@ -53,6 +77,8 @@ def _role(graph: nx.DiGraph, module: str) -> str:
 
 def _module_of_role(graph: nx.DiGraph, module: str, layer: str) -> tuple[str, str]:
     """The outermost module under ``layer`` containing ``module`` whose role is a step's."""
+    if module == layer:
+        return module, ""
     parts = module[len(layer) + 1 :].split(".")
     for end in range(len(parts), 0, -1):
         path = layer + "." + ".".join(parts[:end])
@@ -61,63 +87,122 @@ def _module_of_role(graph: nx.DiGraph, module: str, layer: str) -> tuple[str, st
     for end in range(1, len(parts) + 1):
         path = layer + "." + ".".join(parts[:end])
         role = _role(graph, path)
-        if role in ("norm", "attention", "cross-attention", "feed-forward"):
+        if role in ("norm", *SUBLAYERS):
             return path, role
     return module, ""
 
 
-def _ffn_text(graph: nx.DiGraph, ops: list[dict[str, Any]], hidden: int | None) -> str:
-    names = [str(d.get(g.TARGET, "")).split(".")[-2 if "." in str(d.get(g.TARGET, "")) else -1] for d in ops]
-    acts = [ACTIVATIONS[n] for n in ACTIVATIONS if any(n in name for name in names)]
-    widths = [d[g.SHAPE][-1] for d in ops if d.get(g.SHAPE) and isinstance(d[g.SHAPE][-1], int)]
-    width = max(widths, default=None)
-    act = acts[0] if acts else "?"
-    if "SiLU" in acts and sum("mul" in n for n in names) >= 1 and act == "SiLU":
-        act = "SwiGLU"
-    return f"FFN {act} · {hidden}→{width}→{hidden}" if width and hidden else f"FFN {act}"
-
-
-def _steps(graph: nx.DiGraph, layer: str, hidden: int | None) -> list[Step]:
-    """The layer's boxes in execution order, each module once, residual adds between them ignored."""
-    by_module: dict[str, list[dict[str, Any]]] = {}
-    order: list[tuple[str, str]] = []
-    for op in _layer_ops(graph, layer):
-        path, role = _module_of_role(graph, str(op.get(g.MODULE, "")), layer)
+def _groups(graph: nx.DiGraph, nodes: list[str], layer: str) -> list[_Group]:
+    """The layer's steps as groups of ops: each module once, neighbours of one role (T5's attention
+    and its dropout wrapper, ALBERT's ffn, activation and ffn_output) one group, norms never merged."""
+    groups: list[_Group] = []
+    of_path: dict[str, _Group] = {}
+    for node in nodes:
+        path, role = _module_of_role(graph, str(graph.nodes[node].get(g.MODULE, "")), layer)
         if not role:
             continue
-        if path not in by_module:
-            order.append((path, role))
-            by_module[path] = []
-        by_module[path].append(op)
-    steps = []
-    for path, role in order:
-        if role == "feed-forward":
-            steps.append(Step(role, _ffn_text(graph, by_module[path], hidden)))
-        elif role == "norm":
-            steps.append(Step(role, "RMSNorm" if "rms" in _type(graph, path).lower() else "LayerNorm"))
-        elif role == "attention":
-            steps.append(Step(role, "self-attention"))
-        else:
-            steps.append(Step(role, "cross-attention"))
-    return _merge(steps)
+        if path not in of_path:
+            if not (groups and groups[-1].role == role and role != "norm"):
+                groups.append(_Group(role, []))
+            of_path[path] = groups[-1]
+        of_path[path].nodes.append(node)
+    return groups
 
 
-def _merge(steps: list[Step]) -> list[Step]:
-    """Two modules of one role in a row (T5's attention and its own dropout wrapper) are one box."""
-    merged: list[Step] = []
-    for step in steps:
-        if merged and merged[-1].role == step.role and step.role != "norm":
+def _order(graph: nx.DiGraph, node: str) -> int:
+    return int(graph.nodes[node].get(g.ORDER, 0))
+
+
+def _residuals(graph: nx.DiGraph, nodes: list[str], groups: list[_Group], hidden: int | None) -> list[tuple[str, str]]:
+    """(add, its earlier input) for every residual add: an add of two hidden-wide tensors whose
+    earlier input was made before a sublayer started and whose later input after it."""
+    starts = [_order(graph, group.nodes[0]) for group in groups if group.role in SUBLAYERS]
+    found = []
+    for node in nodes:
+        data = graph.nodes[node]
+        shape = data.get(g.SHAPE) or []
+        if data.get(g.TARGET) != "aten.add.Tensor" or len(shape) != 3 or shape[-1] != hidden:
             continue
-        merged.append(step)
-    return merged
+        inputs = sorted(
+            (p for p in graph.predecessors(node) if graph.nodes[p].get(g.SHAPE) == shape), key=lambda p: _order(graph, p)
+        )
+        if len(inputs) == 2 and any(_order(graph, inputs[0]) < start <= _order(graph, inputs[1]) for start in starts):
+            found.append((node, _unaliased(graph, inputs[0])))
+    return found
+
+
+def _unaliased(graph: nx.DiGraph, node: str) -> str:
+    """The op that made ``node``'s storage: T5's norm starts with a ``to`` that returns its input."""
+    while graph.nodes[node].get(g.ALIAS):
+        sources = [p for p in graph.predecessors(node) if graph.edges[p, node].get(g.ALIAS)]
+        if not sources:
+            break
+        node = sources[0]
+    return node
+
+
+def _steps(graph: nx.DiGraph, layer: str, hidden: int | None) -> tuple[list[Step], list[tuple[int, int]]]:
+    """The layer's boxes in execution order, residual adds included, and where each residual starts."""
+    nodes = _layer_nodes(graph, layer)
+    groups = _groups(graph, nodes, layer)
+    residuals = _residuals(graph, nodes, groups, hidden)
+    events: list[tuple[int, Step]] = [(_order(graph, group.nodes[0]), _group_step(graph, group, nodes, hidden)) for group in groups]
+    events += [(_order(graph, add), Step("residual", "+")) for add, _ in residuals]
+    events.sort(key=lambda event: event[0])
+    starts = [order for order, _ in events]
+    skips = []
+    for add, earlier in residuals:
+        source = max((n for n, start in enumerate(starts) if start <= _order(graph, earlier)), default=-1)
+        skips.append((source, starts.index(_order(graph, add))))
+    return [step for _, step in events], skips
+
+
+def _group_step(graph: nx.DiGraph, group: _Group, nodes: list[str], hidden: int | None) -> Step:
+    if group.role == "feed-forward":
+        # ops between the FFN's first and last that belong to no step (ALBERT's activation) are its own
+        first, last = _order(graph, group.nodes[0]), _order(graph, group.nodes[-1])
+        return Step(group.role, _ffn_text(graph, [n for n in nodes if first <= _order(graph, n) <= last], hidden))
+    if group.role == "norm":
+        return Step(group.role, _norm_text(graph, group.nodes))
+    return Step(group.role, "self-attention" if group.role == "attention" else "cross-attention")
+
+
+def _norm_text(graph: nx.DiGraph, nodes: list[str]) -> str:
+    """LayerNorm when the ops centre the values (layer_norm, or a mean subtracted), else RMSNorm (T5, LLaMA)."""
+    targets = [str(graph.nodes[n].get(g.TARGET, "")) for n in nodes]
+    if any("layer_norm" in t or "aten.sub" in t or "var" in t for t in targets):
+        return "LayerNorm"
+    return "RMSNorm"
+
+
+def _ffn_text(graph: nx.DiGraph, nodes: list[str], hidden: int | None) -> str:
+    """"FFN GELU · 768→3072→768": the activation read off the ops (gated when two projections are
+    multiplied: a fused one chunked, as ModernBERT's, or gate and up, as LLaMA's) and the width the
+    last projection contracts."""
+    targets = [str(graph.nodes[n].get(g.TARGET, "")) for n in nodes]
+    names = [t.split(".")[-2] if "." in t else t for t in targets]
+    acts = [ACTIVATIONS[n] for n in ACTIVATIONS if any(n in name for name in names)]
+    act = acts[0] if acts else "?"
+    contractions = [n for n, t in zip(nodes, targets) if t in CONTRACTIONS]
+    gated = len(contractions) >= 3 or any(name in ("chunk", "split", "split_with_sizes") for name in names)
+    if gated:
+        act = GATED.get(act, f"gated {act}")
+    width = None
+    if contractions:
+        data = graph.nodes[contractions[-1]]
+        inputs = data.get(g.INPUTS) or []
+        position = CONTRACTIONS[str(data.get(g.TARGET))]
+        if len(inputs) > position and inputs[position] and isinstance(inputs[position][-1], int):
+            width = inputs[position][-1]
+    return f"FFN {act} · {hidden}→{width}→{hidden}" if width and hidden else f"FFN {act}"
 
 
 def _type(graph: nx.DiGraph, path: str) -> str:
     return str(graph.graph.get(g.G_MODULES, {}).get(path, {}).get("type", ""))
 
 
-def _pattern(graph: nx.DiGraph, stack: str, layers: int) -> list[str]:
-    """The self-attention label of each layer, cut to its shortest repeating cycle."""
+def _layer_labels(graph: nx.DiGraph, stack: str, layers: int) -> list[str]:
+    """The self-attention label of each layer that has one."""
     modules = graph.graph.get(g.G_MODULES, {})
     labels = []
     for number in range(layers):
@@ -128,6 +213,11 @@ def _pattern(graph: nx.DiGraph, stack: str, layers: int) -> list[str]:
         ]
         if found:
             labels.append(found[0])
+    return labels
+
+
+def _cycle(labels: list[str]) -> list[str]:
+    """The labels cut to their shortest repeating cycle."""
     for size in range(1, len(labels) + 1):
         # a cycle may stop part-way (ModernBERT: 22 layers of [global, window, window])
         if labels == (labels[:size] * (len(labels) // size + 1))[: len(labels)]:
@@ -135,49 +225,75 @@ def _pattern(graph: nx.DiGraph, stack: str, layers: int) -> list[str]:
     return labels
 
 
-def _final_norm(graph: nx.DiGraph, stack: str) -> bool:
-    """A norm in the stack's part of the model, after its layers (GPT-2's ln_f, T5's final_layer_norm)."""
+def _runs(labels: list[str]) -> list[tuple[int, int, str]]:
+    """Consecutive layers of one label: [(1, 2, "causal"), (3, 4, "causal-sliding-window(16)")]."""
+    runs: list[tuple[int, int, str]] = []
+    for number, label in enumerate(labels, start=1):
+        if runs and runs[-1][2] == label:
+            runs[-1] = (runs[-1][0], number, label)
+        else:
+            runs.append((number, number, label))
+    return runs
+
+
+def _outer_norms(graph: nx.DiGraph, stack: str, orders: dict[str, list[int]]) -> tuple[bool, bool]:
+    """Whether a norm outside the layers runs before them (BERT's embedding LayerNorm, BART's
+    layernorm_embedding) and after them (GPT-2's ln_f, T5's final_layer_norm): a norm in the stack's
+    part of the model or, with one stack, anywhere outside it."""
     kinds = roles.stack_kinds(graph)
-    last = max(_op_orders(graph, stack), default=-1)
+    inside = _orders_under(orders, stack)
+    first, last = min(inside, default=-1), max(inside, default=-1)
+    before = after = False
     for path in graph.graph.get(g.G_MODULES, {}):
         if path.startswith(stack + ".") or roles.role_of(graph, path) != "norm":
             continue
-        if roles.stack_side(graph, path) == kinds[stack]:
-            return True
-        # one stack: a norm outside it that runs after its last layer is its final norm (GPT-2's ln_f)
-        if len(kinds) == 1 and not roles.stack_side(graph, path) and min(_op_orders(graph, path), default=-1) > last:
-            return True
-    return False
+        side = roles.stack_side(graph, path)
+        if side == kinds[stack] or (len(kinds) == 1 and not side):
+            runs = _orders_under(orders, path)
+            before = before or bool(runs) and max(runs) < first
+            after = after or bool(runs) and min(runs) > last
+    return before, after
 
 
-def _op_orders(graph: nx.DiGraph, path: str) -> list[int]:
+def _op_orders(graph: nx.DiGraph) -> dict[str, list[int]]:
+    """Execution positions of each module's own ops, read in one pass over the graph."""
+    orders: dict[str, list[int]] = {}
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) == g.OPERATOR:
+            orders.setdefault(str(data.get(g.MODULE, "")), []).append(int(data.get(g.ORDER, 0)))
+    return orders
+
+
+def _orders_under(orders: dict[str, list[int]], path: str) -> list[int]:
     """Execution positions of the ops of module ``path`` and its children."""
-    return [
-        int(data.get(g.ORDER, 0))
-        for _, data in graph.nodes(data=True)
-        if data.get(g.KIND) == g.OPERATOR
-        and (str(data.get(g.MODULE, "")) == path or str(data.get(g.MODULE, "")).startswith(path + "."))
-    ]
+    return [n for module, found in orders.items() if module == path or module.startswith(path + ".") for n in found]
 
 
 def columns(graph: nx.DiGraph) -> tuple[dict[str, Any], list[Column]]:
     """The architecture kind (the table's row) and the schematic's columns, encoder first."""
     kind = architecture_kind(graph, stats.parameter_stats(graph)["total"])
     shared = roles.shared_modules(graph)
+    orders = _op_orders(graph)
     out = []
     paths = sorted(roles.stack_kinds(graph).items(), key=lambda item: (item[1] != roles.ENCODER, item[0]))
     for (path, side), stack in zip(paths, kind["stacks"]):
         hidden = stack["hidden"]
-        column = Column(side, stack["layers"], _steps(graph, f"{path}.0", hidden))
-        column.pattern = _pattern(graph, path, stack["layers"]) if not shared else []
+        # the first layer, or the second where it runs more steps (ModernBERT's first layer has no attention norm)
+        drawn = [_steps(graph, f"{path}.{n}", hidden) for n in range(min(2, stack["layers"]))]
+        steps, skips = max(drawn, key=lambda found: len(found[0]))
+        column = Column(side, stack["layers"], steps, skips)
+        labels = _layer_labels(graph, path, stack["layers"])
+        column.pattern = _cycle(labels)
+        if len(column.pattern) > 1 and len(column.pattern) == len(labels):
+            column.runs = _runs(labels)
         column.shared = any(m == path or m.startswith(path + ".") for m in shared)
-        column.final_norm = _final_norm(graph, path)
-        column.caption = _caption(graph, stack, kind)
+        column.embedding_norm, column.final_norm = _outer_norms(graph, path, orders)
+        column.caption = _caption(graph, stack, column)
         out.append(column)
     return kind, out
 
 
-def _caption(graph: nx.DiGraph, stack: dict[str, Any], kind: dict[str, Any]) -> list[str]:
+def _caption(graph: nx.DiGraph, stack: dict[str, Any], column: Column) -> list[str]:
     from bertgraph.render import figures
 
     config = graph.graph.get(g.G_CONFIG, {})
@@ -185,6 +301,9 @@ def _caption(graph: nx.DiGraph, stack: dict[str, Any], kind: dict[str, Any]) -> 
     lines = [f"{stack['layers']} layers", f"hidden {stack['hidden']}"]
     if heads:
         lines.append(f"heads {heads[0]} q / {heads[1]} kv")
+    widths = [step.text.rsplit("→", 2)[1] for step in column.steps if step.role == "feed-forward" and "→" in step.text]
+    if widths:
+        lines.append(f"FFN width {figures.count(int(widths[0]))}")
     if config.get("vocab"):
         lines.append(f"vocabulary {figures.count(config['vocab'])}")
     return lines

@@ -143,12 +143,15 @@ def generate_table(kinds: Sequence[dict[str, Any]]) -> Iterable[str]:
 
 
 def generate_page(graphs: Sequence[nx.DiGraph], mermaid_text: str | None) -> str:
-    """A Markdown page: the figure as Mermaid (when given) and the table."""
+    """A Markdown page: the figure as Mermaid (when given), the table and the attention masks."""
+    from bertgraph.render import masks
+
     kinds = kinds_of(graphs)
     lines = ["# " + md(" · ".join(k["model"] for k in kinds)), ""]
     if mermaid_text is not None:
         lines += ["```mermaid", mermaid_text.rstrip("\n"), "```", ""]
     lines += list(generate_table(kinds))
+    lines += [""] + masks.section_for(graphs)
     return "\n".join(lines) + "\n"
 
 

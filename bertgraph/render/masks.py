@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from bertgraph.graph.masks import Mask
+from bertgraph.graph.masks import Example, Mask
 from bertgraph.render.escape import dot_html, markdown_text
 
 FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
@@ -31,7 +32,15 @@ class ModelMasks:
 
 
 def layers_text(layers: Sequence[int]) -> str:
-    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(str(layer) for layer in layers)
+    """``layers 0–11``; ``layers 1, 2, 4, 5`` (a run of three or more as its ends)."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and runs[-1][-1] + 1 == layer:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    parts = [f"{run[0]}–{run[-1]}" if len(run) >= 3 else ", ".join(map(str, run)) for run in runs]
+    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(parts)
 
 
 def title(mask: Mask) -> str:
@@ -133,6 +142,63 @@ def markdown_page(models: Sequence[ModelMasks], svg_name: str, example: str) -> 
             cells = [entry.model, mask.stack, layers, mask.kind, size, str(pairs)]
             lines.append("| " + " | ".join(markdown_text(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+TEXT_CELLS = {ALLOWED: "■", MASKED: "·", PADDING: "░"}
+
+
+def text_grid(mask: Mask) -> list[str]:
+    """One mask as monospaced lines (■ allowed, · masked, ░ masked: padding), keys across, queries down."""
+    keys = len(mask.key_padding)
+
+    def index(position: int, padding: bool) -> str:
+        return f"{position}p" if padding else str(position)
+
+    width = max(len(index(n, True)) for n in range(max(keys, len(mask.allowed))))
+    lines = ["q\\k".ljust(width + 1) + " ".join(index(k, mask.key_padding[k]).rjust(width) for k in range(keys))]
+    for q in range(len(mask.allowed)):
+        cells = " ".join(TEXT_CELLS[cell_colour(mask, q, k)].rjust(width) for k in range(keys))
+        lines.append(index(q, mask.query_padding[q]).ljust(width + 1) + cells)
+    return lines
+
+
+def markdown_section(models: Sequence[ModelMasks], example: str, heading: str = "##") -> list[str]:
+    """The masks as a page section that needs no image: per mask its title and a text grid."""
+    lines = [
+        f"{heading} Attention masks",
+        "",
+        f"Each grid is a mask the model computes, evaluated from its trace on {markdown_text(example)}: "
+        "a query row may attend the key columns marked ■ (· masked, ░ masked because it is padding; "
+        "`p` marks a padding position).",
+        "",
+    ]
+    for entry in models:
+        for mask in entry.masks:
+            lines += [f"**{markdown_text(entry.model)}** · {markdown_text(title(mask))}", "", "```text"]
+            lines += text_grid(mask) + ["```", ""]
+    return lines
+
+
+def section_for(graphs: Sequence[Any], heading: str = "##") -> list[str]:
+    """The masks section of a page about traced ``graphs`` (the default example); ONNX files record
+    no masks, so they get none."""
+    from bertgraph.graph import schema as g
+    from bertgraph.graph.masks import model_masks
+
+    traced = [graph for graph in graphs if graph.graph.get(g.G_SOURCE) != "onnx"]
+    if not traced:
+        return []
+    example = Example()
+    found = [ModelMasks(str(graph.graph.get(g.G_NAME, "")), tuple(model_masks(graph, example))) for graph in traced]
+    return markdown_section(found, example_words(found, example), heading)
+
+
+def example_words(models: Sequence[ModelMasks], example: Example) -> str:
+    """``8 tokens, the last 2 padding`` (and the decoder's when a cross mask is drawn)."""
+    words = f"{example.seq_len} tokens, the last {example.pad} padding"
+    if any(mask.stack == "cross" for entry in models for mask in entry.masks):
+        words += f"; {example.target_len} decoder tokens, the last {example.pad} padding"
+    return words
 
 
 def figure(models: Sequence[ModelMasks], fmt: str) -> str | bytes:

@@ -9,7 +9,7 @@ import networkx as nx
 
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats as tables
-from bertgraph.render import figures, markdown, mermaid
+from bertgraph.render import figures, markdown, masks, mermaid
 from bertgraph.render.escape import markdown_code, markdown_url
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.version import __version__
@@ -132,6 +132,7 @@ def generate_report_lines(
     yield "```"
     yield ""
     yield from generate_kind_lines(graph, stats["total"])
+    yield from masks.section_for([graph])
     yield "## Parameters"
     yield ""
     yield from markdown.generate_param_groups(stats)

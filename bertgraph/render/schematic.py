@@ -26,37 +26,64 @@ def _box(ident: str, text: str, fill: str = "white") -> str:
 
 
 def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
-    """One stack: embeddings, the framed layer, final norm, output; returns lines, ids via naming."""
+    """One stack: tokens, embeddings, the framed layer with its residuals, final norm, output."""
     yield f'  subgraph "cluster_{prefix}" {{ label=<{esc(column.kind)}>; style="rounded"; color="#999999";'
     yield _box(f"{prefix}in", "tokens")
-    yield _box(f"{prefix}emb", "embeddings · " + position.replace(", ", " · "), "#e1d5e7")
+    embeddings = "embeddings · " + position.replace(", ", " · ") + " · LayerNorm" * column.embedding_norm
+    yield _box(f"{prefix}emb", embeddings, "#e1d5e7")
     times = f"{column.layers} × (one shared layer)" if column.shared else f"{column.layers} ×"
-    if len(column.pattern) > 1:
-        times = f"{column.layers} × [{', '.join(column.pattern)}] repeating"
+    if len(column.pattern) > 1 and not column.runs:
+        times = f"{column.layers} × [{', '.join(_counted(column.pattern))}] repeating"
     yield f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(times)}>; labeljust=r; style="dashed"; color="#555555";'
     for number, step in enumerate(column.steps):
+        if step.role == "residual":
+            yield f'  "{prefix}s{number}" [label="+", shape=circle, width=0.22, height=0.22, fixedsize=true, fillcolor="white"];'
+            continue
         text = step.text
         if step.role == "attention" and len(column.pattern) == 1:
             text = f"{column.pattern[0]} self-attention"
+        elif step.role == "attention" and column.runs:
+            text = "self-attention · " + " · ".join(_run_text(run) for run in column.runs)
         elif step.role == "attention" and column.pattern:
-            text = "self-attention · " + " / ".join(column.pattern)
+            text = "self-attention · " + " · ".join(_counted(column.pattern))
         yield _box(f"{prefix}s{number}", text, COLOURS.get(step.role, "white"))
     yield "  }"
     if column.final_norm:
         yield _box(f"{prefix}fn", "final norm", COLOURS["norm"])
-    yield _box(f"{prefix}out", "hidden states" if column.kind == "encoder" else "next-token logits", "white")
+    output = "encoder output" if column.kind == "encoder" else "next-token logits"
+    yield _box(f"{prefix}out", output, "white")
     yield "  }"
     chain = [f"{prefix}in", f"{prefix}emb"] + [f"{prefix}s{n}" for n in range(len(column.steps))]
     chain += [f"{prefix}fn"] * column.final_norm + [f"{prefix}out"]
     for a, b in itertools.pairwise(chain):
         yield f'  "{a}" -> "{b}";'
+    for source, residual in column.skips:
+        start = f"{prefix}emb" if source < 0 else f"{prefix}s{source}"
+        # the residual path: drawn beside the chain, it must not pull the boxes apart
+        yield f'  "{start}" -> "{prefix}s{residual}" [style=dashed, color="#888888", weight=0];'
+
+
+def _counted(cycle: list[str]) -> list[str]:
+    """A cycle with its neighbours of one label counted: [bidirectional, 2 × sliding-window(64)]."""
+    counted: list[list[Any]] = []
+    for label in cycle:
+        if counted and counted[-1][0] == label:
+            counted[-1][1] += 1
+        else:
+            counted.append([label, 1])
+    return [label if n == 1 else f"{n} × {label}" for label, n in counted]
+
+
+def _run_text(run: tuple[int, int, str]) -> str:
+    first, last, label = run
+    return f"layer {first}: {label}" if first == last else f"layers {first}–{last}: {label}"
 
 
 def generate_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
     """The DOT text of the schematic: encoder-only, decoder-only, encoder-decoder, in that order."""
     built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
     yield "digraph schematic {"
-    yield f'  graph [rankdir=TB, nodesep=0.15, ranksep=0.18, fontname="Helvetica", fontsize={FONT}];'
+    yield f'  graph [rankdir=TB, newrank=true, nodesep=0.15, ranksep=0.18, fontname="Helvetica", fontsize={FONT}];'
     yield (
         f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={FONT}, '
         'height=0.3, margin="0.08,0.03"];'
@@ -64,19 +91,23 @@ def generate_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
     yield '  edge [arrowsize=0.6, color="#444444"];'
     for number, (kind, cols) in enumerate(built):
         position = ", ".join(kind["position"]) or "no position"
-        caption = _caption(kind, cols)
-        yield f'  subgraph "cluster_m{number}" {{ label=<{caption}>; labelloc=b; style="rounded"; color="#333333";'
+        yield f'  subgraph "cluster_m{number}" {{ style="rounded"; color="#333333";'
+        # the caption heads the model's columns; all captions share the top rank, so a tall caption
+        # never stretches another model's column (dot gives every rank one height across the figure)
+        yield f'  "m{number}cap" [shape=plaintext, style="", label=<{_caption(kind, cols)}>, ordering=out];'
         for side, column in enumerate(cols):
             yield from _column(f"m{number}c{side}", column, position)
+        for side in range(len(cols)):
+            # out-edges in declaration order, left to right (ordering=out): the encoder left of the decoder
+            # a decoder fed by an encoder starts as low as its cross-attention needs (weight 0: no pull up)
+            weight = ", weight=0" if side == 1 else ""
+            yield f'  "m{number}cap" -> "m{number}c{side}in" [style=invis{weight}];'
         if len(cols) == 2:
-            # encoder left of decoder: their inputs on one rank, joined by an invisible edge in that order
-            yield f'  {{ rank=same; "m{number}c0in"; "m{number}c1in"; }}'
-            yield f'  "m{number}c0in" -> "m{number}c1in" [style=invis];'
             cross = [n for n, s in enumerate(cols[1].steps) if s.role == "cross-attention"]
-            last = f"m{number}c0fn" if cols[0].final_norm else f"m{number}c0s{len(cols[0].steps) - 1}"
-            for n in cross:
-                yield f'  "{last}" -> "m{number}c1s{n}" [color="#b85450"];'
+            for n in cross:  # keys and values of every decoder layer's cross-attention: the encoder's output
+                yield f'  "m{number}c0out" -> "m{number}c1s{n}" [color="#b85450"];'
         yield "  }"
+    yield "  { rank=same; " + " ".join(f'"m{n}cap";' for n in range(len(built))) + " }"
     yield "}"
 
 
@@ -84,9 +115,15 @@ def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
     from bertgraph.render import figures
 
     lines = [f"<b>{esc(kind['model'])}</b>", esc(kind["structure"]), f"{figures.count(kind['parameters'])} params"]
-    for column in cols:
-        lines.append(f"<i>{esc(column.kind)}</i>")
-        lines.extend(esc(line) for line in column.caption)
+    if kind["position"]:
+        lines.append(esc("positions: " + ", ".join(kind["position"])))
+    if len(cols) == 2 and cols[0].caption == cols[1].caption:  # T5: one set of facts for both stacks
+        lines.append("<i>encoder and decoder, each</i>")
+        lines.extend(esc(line) for line in cols[0].caption)
+    else:
+        for column in cols:
+            lines.append(f"<i>{esc(column.kind)}</i>")
+            lines.extend(esc(line) for line in column.caption)
     if kind.get("uses"):
         lines.extend(esc(line) for line in textwrap.wrap(f"used for: {kind['uses']}", 30))
     return "<br/>".join(lines)
