@@ -179,3 +179,25 @@ def test_cli_unknown_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     line = one_line_error(["masks", "bert-base-uncased", "-o", str(tmp_path / "m.txt")], capsys, status=2)
     assert "cannot tell the format of m.txt" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_families_page_and_report_show_the_evaluated_masks_as_grids(tmp_path: Path, traced: Callable[..., Any]) -> None:
+    """Each grid's ■ cells are the pairs the evaluated mask allows (held to a real forward above)."""
+    from bertgraph.render import families, masks, report
+
+    gpt2 = traced(tiny_folder(tmp_path, "gpt2", "gpt2")).graph
+    t5 = traced(tiny_folder(tmp_path, "t5", "t5")).graph
+    page = families.generate_page([gpt2, t5], None)
+    found = [mask for graph in (gpt2, t5) for mask in model_masks(graph, Example())]
+    assert len(found) == 4  # gpt2 decoder; t5 encoder, decoder, cross
+    for mask in found:
+        grid = masks.text_grid(mask)
+        assert "\n".join(grid) in page
+        cells = [row.split()[1:] for row in grid[1:]]
+        assert [[int(cell == "■") for cell in row] for row in cells] == [list(row) for row in mask.allowed]
+        padding = [[cell == "░" for cell in row] for row in cells]
+        assert [any(row) for row in zip(*padding)] == [
+            pad and any(1 - a for a in column) for pad, column in zip(mask.key_padding, zip(*mask.allowed))
+        ]
+    text = report.generate_report(gpt2)
+    assert "## Attention masks" in text and "\n".join(masks.text_grid(found[0])) in text
