@@ -75,7 +75,10 @@ def test_fences_become_svg_mermaid_tables_and_a_page(
     assert first.returncode == 0, first.log
     params = traced(*TINY).params()
     svgs = re.findall(r"<svg .*?</svg>", first.page, re.DOTALL)
-    assert len(svgs) == 2
+    assert len(svgs) == 4  # two diagrams, the schematic and the masks of two models
+    schematic, grids = (html.unescape(svg) for svg in svgs[2:])
+    assert "bert-tiny" in schematic and "causal self-attention" in schematic  # tiny-gpt2 read beside the page
+    assert "decoder · layers 0–2: causal" in grids and "encoder · layers 0, 1: bidirectional" in grids
     assert f"{params['total']:,} parameters" in svgs[0] and "Linear 128 → 2" in svgs[0]
     assert 'fill="#0d1117"' in svgs[1]
     assert '[data-md-color-scheme="slate"] .bertgraph-auto' in first.page
@@ -103,7 +106,7 @@ def test_broken_fence_warns_with_page_and_line(builds: dict[str, Build]) -> None
 @pytest.mark.dot
 @pytest.mark.slow
 def test_rebuilds_draw_only_what_changed(builds: dict[str, Build]) -> None:
-    assert len(builds["first"].lines("bertgraph: drew")) == 5
+    assert len(builds["first"].lines("bertgraph: drew")) == 7
     assert builds["again"].lines("bertgraph: drew") == []
     drawn = builds["edited"].lines("bertgraph: drew")
     assert len(drawn) == 1 and "depth 4 · svg" in drawn[0], drawn

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,28 @@ def test_docs_store_in_the_cache_what_the_command_line_stores(
     assert "".join(graph_io.generate_json(stored)) == "".join(graph_io.generate_json(expected))
     assert stored.graph[g.G_ATTENTION]
     assert all(g.PARAM_BYTES in data for _, data in stored.nodes(data=True) if data[g.KIND] == g.OPERATOR)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"format": "mermaid"}, "figure schematic is drawn as svg; drop format 'mermaid'"),
+        ({"head": "sequence-classification"}, "figure schematic draws each model's base graph; drop the head option"),
+        ({"depth": 3}, "drop the depth option"),
+        ({"model": "bert-tiny, bert-huge-uncased"}, "unknown model 'bert-huge-uncased'"),
+    ],
+)
+def test_a_figure_of_several_models_refuses_what_it_cannot_draw(options: dict[str, object], message: str) -> None:
+    from bertgraph.docs.request import parse
+    from bertgraph.errors import BertgraphError
+
+    with pytest.raises(BertgraphError, match=re.escape(message)):
+        parse({"model": "bert-tiny gpt2", "figure": "schematic", **options})
+
+
+def test_a_figure_takes_a_sites_default_format_for_diagrams_as_svg() -> None:
+    from bertgraph.docs.request import parse
+
+    request = parse({"model": "bert-tiny,gpt2", "figure": "masks", "seq-len": 5}, {"format": "mermaid"})
+    assert (request.format, request.names(), request.seq_len) == ("svg", ["bert-tiny", "gpt2"], 5)
+    assert request.describe() == "masks of bert-tiny, gpt2 · svg"

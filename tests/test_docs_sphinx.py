@@ -126,20 +126,37 @@ def test_tables_are_literal_blocks(builds: dict[str, Build], traced: Callable[..
     assert "base vs sequence-classification" in html.unescape(builds["first"].page("tables"))
 
 
+def test_the_schematic_and_the_masks_of_several_models(builds: dict[str, Build], traced: Callable[..., Architecture]) -> None:
+    """Both figures drawn from the models' traces: the folder beside the page found, the masks evaluated."""
+    from bertgraph.graph.masks import Example, model_masks
+    from bertgraph.render import masks
+
+    page = builds["first"].page("figures")
+    schematic, grids = re.findall(r"<svg .*?</svg>", page, re.DOTALL)
+    gpt2 = traced(str(builds["first"].source / "tiny-gpt2")).graph
+    for needle in ("bert-tiny", "encoder-only", "bidirectional self-attention", "decoder-only", "causal self-attention"):
+        assert needle in html.unescape(schematic), needle
+    assert f"{traced('bert-tiny').params()['total']:,} params" in schematic
+    (causal,) = model_masks(gpt2, Example(6))
+    assert html.unescape(masks.title(causal)) in html.unescape(grids) and "layers 0–2: causal" in masks.title(causal)
+    allowed = sum(map(sum, causal.allowed))
+    assert grids.count(f'fill="{masks.ALLOWED}"') >= allowed  # every allowed pair of its grid is drawn
+
+
 def test_broken_directives_warn_with_file_and_line(builds: dict[str, Build]) -> None:
     first = builds["first"]
     assert first.returncode == 0
     index = first.source / "index.rst"
     warnings = first.lines("WARNING")
-    assert any(f"{index}:24: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
+    assert any(f"{index}:25: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
         warnings
     )
-    assert any(f"{index}:29: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
+    assert any(f"{index}:30: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
     assert len(warnings) == 2, warnings
 
 
 def test_rebuilds_draw_only_what_changed(builds: dict[str, Build]) -> None:
-    assert len(builds["first"].lines("bertgraph: drew")) == 7
+    assert len(builds["first"].lines("bertgraph: drew")) == 9
     assert builds["again"].lines("bertgraph: drew") == []
     drawn = builds["edited"].lines("bertgraph: drew")
     assert len(drawn) == 1 and "depth 4 · svg" in drawn[0], drawn
@@ -153,7 +170,7 @@ def test_latex_includes_a_png(tmp_path: Path) -> None:
     assert len(build.lines("WARNING")) == 2, build.log  # the two broken directives, nothing else
     tex = next((tmp_path / "latex").glob("*.tex")).read_text(encoding="utf-8")
     images = re.findall(r"\\sphinxincludegraphics\[\]\{(bertgraph-[0-9a-f]+\.png)\}", tex)
-    assert len(images) == 5  # svg ×2, mermaid, html and the comparison, all as pictures in print
+    assert len(images) == 7  # svg ×2, mermaid, html, the comparison, the schematic and the masks, all as pictures
     for name in images:
         assert (tmp_path / "latex" / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "4,386,178" in tex  # the parameter table, as a literal block
@@ -167,6 +184,7 @@ def test_parallel_build_traces_each_model_once(tmp_path: Path, builds: dict[str,
     assert sorted(line.split("traced ")[1] for line in traced_models) == [
         "bert-tiny (base)",
         "bert-tiny (sequence-classification)",
+        "tiny-gpt2 (base)",
     ]
     # The same drawings as a serial build.
     assert re.findall(r"<svg .*?</svg>", build.page("index"), re.DOTALL) == re.findall(
@@ -209,7 +227,7 @@ def test_builds_side_by_side_trace_each_model_once(tmp_path: Path) -> None:
     traced_models = [
         line.split("traced ")[1] for log in logs for line in log.splitlines() if "bertgraph: traced" in line
     ]
-    assert sorted(traced_models) == ["bert-tiny (base)", "bert-tiny (sequence-classification)"], logs
+    assert sorted(traced_models) == ["bert-tiny (base)", "bert-tiny (sequence-classification)", "tiny-gpt2 (base)"], logs
 
 
 def _local_model_project(folder: Path) -> Path:

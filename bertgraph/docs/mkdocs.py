@@ -145,7 +145,9 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
     def _request(self, body: str, folder: Path | None) -> DiagramRequest:
         options = fence_options(body)
         if isinstance(options.get("model"), str) and folder is not None:
-            options["model"] = page_relative(options["model"], folder)
+            # a figure of several models names each one, separated by commas or spaces
+            names = options["model"].replace(",", " ").split() if options.get("figure") not in (None, "diagram") else [options["model"]]
+            options["model"] = " ".join(page_relative(name, folder) for name in names)
         return parse(options, {"theme": self.config.theme, "format": self.config.format})
 
     def _markdown(self, request: DiagramRequest, config: Any) -> str:

@@ -227,6 +227,16 @@ class DiagramRenderer:
         """
         from bertgraph.render import embed, graphviz_run
 
+        if request.figure != "diagram":
+            graphs = [graph_of(spec, self.on_trace) for spec in request.specs()]
+            source = figure_source(graphs, request)
+            key = self.key(request, "inline-svg")
+            label = f"{request.figure} of {', '.join(request.names())}"
+            if pool is None:
+                svg = graphviz_run.render(source, "svg")
+                return lambda: _svg_fragment(svg, label, request, key).encode("utf-8")
+            made = pool.submit(graphviz_run.render, source, "svg")
+            return lambda: _svg_fragment(made.result(), label, request, key).encode("utf-8")
         graph, compare = self._graphs(request)
         if request.format == "html":
             from bertgraph.render.html import generate_html
@@ -238,9 +248,9 @@ class DiagramRenderer:
         key = self.key(request, "inline-svg")
         if pool is None:
             svg = graphviz_run.render(source, "svg")
-            return lambda: _svg_fragment(svg, graph, request, key).encode("utf-8")
+            return lambda: _svg_fragment(svg, _label(graph, request), request, key).encode("utf-8")
         layout = pool.submit(graphviz_run.render, source, "svg")
-        return lambda: _svg_fragment(layout.result(), graph, request, key).encode("utf-8")
+        return lambda: _svg_fragment(layout.result(), _label(graph, request), request, key).encode("utf-8")
 
     def png(self, request: DiagramRequest) -> tuple[str, bytes]:
         """A PNG for print builders (LaTeX): its stable file name and bytes."""
@@ -248,6 +258,9 @@ class DiagramRenderer:
         def draw() -> bytes:
             from bertgraph.render import PNG_DPI, dot, graphviz_run
 
+            if request.figure != "diagram":
+                graphs = [graph_of(spec, self.on_trace) for spec in request.specs()]
+                return graphviz_run.render(figure_source(graphs, request, PNG_DPI), "png")
             graph, compare = self._graphs(request)
             theme = "dark" if request.theme == "dark" else "light"
             source = dot.generate_dot(
@@ -306,7 +319,27 @@ def _inline_svg(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramR
     from bertgraph.render import graphviz_run
 
     svg = graphviz_run.render(_svg_source(graph, compare, request), "svg")
-    return _svg_fragment(svg, graph, request, key)
+    return _svg_fragment(svg, _label(graph, request), request, key)
+
+
+def _label(graph: nx.DiGraph, request: DiagramRequest) -> str:
+    return f"{_title(graph, request)}, depth {request.depth}"
+
+
+def figure_source(graphs: list[nx.DiGraph], request: DiagramRequest, dpi: int | None = None) -> str:
+    """The DOT of a figure of several models: the families schematic, or their attention masks."""
+    if request.figure == "schematic":
+        from bertgraph.render import schematic
+
+        return "\n".join(schematic.generate_lines(graphs, dpi)) + "\n"
+    from bertgraph.graph.masks import Example, model_masks
+    from bertgraph.render import masks
+
+    example = Example(request.seq_len or Example.seq_len)
+    found = [
+        masks.ModelMasks(name, tuple(model_masks(graph, example))) for name, graph in zip(request.names(), graphs)
+    ]
+    return masks.dot_source(found, dpi)
 
 
 def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramRequest) -> str:
@@ -316,12 +349,11 @@ def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramR
     return dot.generate_dot(graph, request.depth, not request.unfold, theme, compare, edge_labels=request.edge_labels)
 
 
-def _svg_fragment(image: bytes, graph: nx.DiGraph, request: DiagramRequest, key: str) -> str:
+def _svg_fragment(image: bytes, label: str, request: DiagramRequest, key: str) -> str:
     """The laid-out SVG as the page's piece: ids of its own, its label, the theme's styling."""
     from bertgraph.render import embed
 
     svg = image.decode("utf-8")
-    label = f"{_title(graph, request)}, depth {request.depth}"
     body = embed.inline_svg(svg, f"bg{key[:8]}-", label)
     if request.theme == "auto":
         return f'<div class="bertgraph bertgraph-auto">{embed.auto_theme_style("bertgraph-auto")}{body}</div>'

@@ -15,12 +15,15 @@ from bertgraph.model import ModelSpec, resolve
 from bertgraph.model.families.record import HEAD_NAMES
 
 FORMATS = ("svg", "mermaid", "html", "table", "summary")
+# diagram: one model's diagram; schematic: the families schematic of the models named; masks: their attention masks
+FIGURES = ("diagram", "schematic", "masks")
 THEMES = ("auto", "light", "dark")
 EDGE_LABELS = ("shapes", "changes", "none")  # render/diagram.py's, kept here so checking imports no renderer
 MAX_DEPTH = 4
 SIZE_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num-labels")
 OPTIONS = (
     "model",
+    "figure",
     "head",
     "depth",
     "format",
@@ -54,6 +57,13 @@ class DiagramRequest:
     sizes: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     seq_len: int | None = None
     batch: int = 1
+    figure: str = "diagram"
+
+    def names(self) -> list[str]:
+        """The models drawn: a figure of several takes them separated by commas or spaces."""
+        if self.figure == "diagram":
+            return [self.model]
+        return [name for name in self.model.replace(",", " ").split() if name]
 
     def spec(self, head: str | None = None) -> ModelSpec:
         """The resolved model (no torch); ``head`` for the compared variant."""
@@ -61,7 +71,10 @@ class DiagramRequest:
         return resolve(self.model, head or self.head, overrides=overrides, batch=self.batch, seq_len=self.seq_len)
 
     def specs(self) -> list[ModelSpec]:
-        """The model, and the compared variant when there is one."""
+        """The model, and the compared variant when there is one (a figure: every model it names)."""
+        if self.figure != "diagram":
+            overrides = {name.replace("-", "_"): value for name, value in self.sizes}
+            return [resolve(name, "base", overrides=overrides) for name in self.names()]
         return [self.spec()] + ([self.spec(self.compare)] if self.compare else [])
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,6 +90,8 @@ class DiagramRequest:
 
     def describe(self) -> str:
         """``bert-tiny · sequence-classification · depth 2 · svg`` (for logs)."""
+        if self.figure != "diagram":
+            return f"{self.figure} of {', '.join(self.names())} · {self.format}"
         parts = [self.model, self.head + (f" vs {self.compare}" if self.compare else ""), f"depth {self.depth}"]
         parts += [self.format] + (["unfolded"] if self.unfold else [])
         parts += [f"edge labels {self.edge_labels}"] if self.edge_labels != "shapes" else []
@@ -140,6 +155,10 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         raise OptionError("give the model: a preset such as bert-base-uncased, a folder with config.json, or a hub id")
     head = _choice("head", values.get("head", "base"), HEAD_NAMES)
     compare = values.get("compare")
+    figure = _choice("figure", values.get("figure", "diagram"), FIGURES)
+    if figure != "diagram":
+        _check_figure(figure, options, values)
+        values["format"] = "svg"  # a site's default format is for diagrams
     request = DiagramRequest(
         model=model,
         head=head,
@@ -152,6 +171,17 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),
         seq_len=_whole("seq-len", values["seq-len"], 1) if values.get("seq-len") is not None else None,
         batch=_whole("batch", values.get("batch", 1), 1),
+        figure=figure,
     )
     request.specs()
     return request
+
+
+def _check_figure(figure: str, options: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """A schematic or masks figure is one SVG of its models' base graphs: no format but svg, no head."""
+    given = {str(key).replace("_", "-") for key in options}
+    if "format" in given and str(values["format"]).strip() != "svg":
+        raise OptionError(f"figure {figure} is drawn as svg; drop format {str(values['format']).strip()!r}")
+    for name in ("head", "compare", "depth", "unfold", "edge-labels", "seq-len", "batch"):
+        if name in given and not (figure == "masks" and name == "seq-len"):  # the masks' example length
+            raise OptionError(f"figure {figure} draws each model's base graph; drop the {name} option")

@@ -11,6 +11,9 @@ Add ``"bertgraph.sphinx"`` to ``extensions`` in ``conf.py``, then::
        :edge-labels: changes  (shapes, changes, none)
        :caption: BERT with its classification head
 
+    .. bertgraph:: bert-base-uncased gpt2 t5-small
+       :figure: schematic  (diagram, schematic, masks: a figure of the models named)
+
 The directive only checks its options (reading the model's config, never torch) and
 puts a node in the doctree; each builder draws it its own way: HTML inlines the SVG (or
 the interactive page in an iframe), LaTeX includes a PNG, text builders get a
@@ -29,7 +32,7 @@ from docutils.parsers.rst import directives
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from bertgraph.docs.request import EDGE_LABELS, FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
+from bertgraph.docs.request import EDGE_LABELS, FIGURES, FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
 from bertgraph.errors import BertgraphError, first_line
 from bertgraph.version import __version__
 
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 # Bumped when the node's content changes, so Sphinx rereads every document once.
-ENV_VERSION = 2
+ENV_VERSION = 3
 TABLE_FORMATS = ("table", "summary")
 
 
@@ -59,9 +62,10 @@ class BertgraphDirective(SphinxDirective):
 
     required_arguments = 1
     optional_arguments = 0
-    final_argument_whitespace = False
+    final_argument_whitespace = True  # a figure names several models
     has_content = False
     option_spec: ClassVar[dict[str, Any]] = {
+        "figure": _choice(FIGURES),
         "head": directives.unchanged_required,
         "depth": directives.nonnegative_int,
         "format": _choice(FORMATS),
@@ -80,8 +84,13 @@ class BertgraphDirective(SphinxDirective):
     }
 
     def _model(self) -> str:
+        """Each model named: a path relative to this document when it names a local folder or file."""
+        if self.options.get("figure", "diagram") == "diagram":
+            return self._one(self.arguments[0])
+        return " ".join(self._one(name) for name in self.arguments[0].replace(",", " ").split())
+
+    def _one(self, reference: str) -> str:
         """A path relative to this document when it names a local folder or file, else the reference as written."""
-        reference = self.arguments[0]
         _, absolute = self.env.relfn2path(reference)
         path = Path(absolute)
         if path.exists():
@@ -104,7 +113,10 @@ class BertgraphDirective(SphinxDirective):
             return []
         node = bertgraph_diagram()
         node["request"] = request.as_dict()
-        node["alt"] = self.options.get("alt", f"{self.arguments[0]} · {request.head} · depth {request.depth}")
+        alt = f"{self.arguments[0]} · {request.head} · depth {request.depth}"
+        if request.figure != "diagram":
+            alt = f"{request.figure} of {', '.join(request.names())}"
+        node["alt"] = self.options.get("alt", alt)
         node["classes"] += self.options.get("class", [])
         self.set_source_info(node)
         if "caption" not in self.options:
@@ -123,7 +135,7 @@ class BertgraphDirective(SphinxDirective):
 
 
 _REQUEST_OPTIONS = frozenset(
-    ("head", "depth", "format", "compare", "theme", "edge-labels", *SIZE_OPTIONS, "seq-len", "batch")
+    ("figure", "head", "depth", "format", "compare", "theme", "edge-labels", *SIZE_OPTIONS, "seq-len", "batch")
 )
 
 # --- drawing, per builder --------------------------------------------------------------

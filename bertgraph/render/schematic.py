@@ -79,10 +79,13 @@ def _run_text(run: tuple[int, int, str]) -> str:
     return f"layer {first}: {label}" if first == last else f"layers {first}–{last}: {label}"
 
 
-def generate_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
-    """The DOT text of the schematic: encoder-only, decoder-only, encoder-decoder, in that order."""
+def generate_lines(graphs: Sequence[nx.DiGraph], dpi: int | None = None) -> Iterable[str]:
+    """The DOT text of the schematic: encoder-only, decoder-only, encoder-decoder, in that order
+    (``dpi``: the resolution a PNG is drawn at)."""
     built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
     yield "digraph schematic {"
+    if dpi:
+        yield f"  graph [dpi={dpi}];"
     yield f'  graph [rankdir=TB, newrank=true, nodesep=0.15, ranksep=0.18, fontname="Helvetica", fontsize={FONT}];'
     yield (
         f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={FONT}, '
@@ -131,7 +134,7 @@ def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
 
 def schematic_text(graphs: Sequence[nx.DiGraph], fmt: str) -> str | bytes:
     """The schematic as dot, svg, png or pdf."""
-    from bertgraph.render import graphviz_run
+    from bertgraph.render import PNG_DPI, graphviz_run
 
-    source = "\n".join(generate_lines(graphs)) + "\n"
+    source = "\n".join(generate_lines(graphs, PNG_DPI if fmt == "png" else None)) + "\n"
     return source if fmt == "dot" else graphviz_run.render(source, fmt)
