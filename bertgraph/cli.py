@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("schematic", "diagrams"),
         default="schematic",
         help="schematic (default: a compact column per stack, the layer once in an 'N ×' frame; "
-        "svg, png, pdf, dot) or diagrams (the models' diagrams at --depth, stitched; also Mermaid)",
+        "every format, Mermaid too) or diagrams (the models' diagrams at --depth, stitched)",
     )
     families.add_argument("--depth", type=_depth, default=2, help="depth of every model's diagram (--view diagrams)")
     families.add_argument(

@@ -105,7 +105,7 @@ def build_gallery(
     family_graphs = [load(resolve(name, "base"), use_cache=use_cache).graph for name in families.DEFAULT_MODELS]
     schematic_graphs = family_graphs + [load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]
     written += families.write_families(schematic_graphs, folder / "families.svg", "svg", warn=warn, view="schematic")
-    written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn)
+    written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn, view="schematic")
     example = Example()
     found = [masks.ModelMasks(str(graph.graph[g.G_NAME]), tuple(model_masks(graph, example))) for graph in schematic_graphs]
     written.append(write_atomic(folder / "masks.svg", masks.figure(found, "svg")))

@@ -292,3 +292,43 @@ def svg_elements(svg: str) -> set[str]:
     collector.feed(svg)
     collector.close()
     return set(collector.tags)
+
+
+class _NodeCentres(HTMLParser):
+    """Each flowchart node's centre in the SVG's own coordinates: the translate()s of its groups summed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack = [(0.0, 0.0)]
+        self.found: dict[str, tuple[float, float]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "g":
+            return
+        values = dict(attrs)
+        x, y = self.stack[-1]
+        moved = re.match(r"translate\(([-\d.]+),\s*([-\d.]+)\)", values.get("transform") or "")
+        if moved:
+            x, y = x + float(moved.group(1)), y + float(moved.group(2))
+        self.stack.append((x, y))
+        node = re.search(r"flowchart-([A-Za-z0-9_]+)-\d+$", values.get("id") or "")
+        if node:
+            self.found[node.group(1)] = (x, y)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "g":
+            self.stack.pop()
+
+
+def node_centres(svg: str) -> dict[str, tuple[float, float]]:
+    """Where mermaid.js put each node (id as written in the Mermaid text): x rightward, y downward."""
+    parser = _NodeCentres()
+    parser.feed(svg)
+    return parser.found
+
+
+def svg_width(svg: str) -> float:
+    """The laid-out drawing's width (its viewBox)."""
+    found = re.search(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+)', svg)
+    assert found, "no viewBox"
+    return float(found.group(1))

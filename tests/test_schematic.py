@@ -186,3 +186,23 @@ def test_patterns_and_shared_layers(traced: Any) -> None:
     assert modern.pattern[0] == "bidirectional" and modern.pattern[1] == modern.pattern[2] != "bidirectional"
     _, (albert,) = columns(traced("albert-base-v2").graph)
     assert albert.shared and albert.layers == 12
+
+
+@pytest.mark.browser
+def test_mermaid_schematic_as_mermaid_js_lays_it_out(traced: Any) -> None:
+    """Rendered in Chromium: the models left to right in tutorial order, the encoder left of its decoder,
+    every arrow and residual path downward, the cross-attention arrow leaving the encoder's output."""
+    from tests.conftest import require
+    from tests.mermaid_browser import browser_available, node_centres, render_mermaid
+
+    reason = browser_available()
+    require(reason is None, reason or "")
+    text = schematic.mermaid_text(_graphs(traced, ("t5-small", "gpt2", "bert-base-uncased")))
+    (result,) = render_mermaid({"schematic": text}).values()
+    assert result.ok, result.error
+    at = node_centres(result.svg)
+    x = [at[node][0] for node in ("m0c0emb", "m1c0emb", "m2c0emb", "m2c1emb")]  # bert, gpt2, t5 encoder, decoder
+    assert x == sorted(x)
+    edges = re.findall(r"^  (\w+) (?:-->|-\.->|==>) (\w+)$", text, re.MULTILINE)
+    assert len(edges) > 40 and [(a, b) for a, b in edges if at[a][1] >= at[b][1]] == []
+    assert {a for a, b in edges if a.startswith("m2c0") and b.startswith("m2c1")} == {"m2c0out"}

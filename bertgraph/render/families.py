@@ -203,14 +203,17 @@ def write_families(
 ) -> list[Any]:
     """Write the figure (or the Markdown page) to ``path`` and, when given, the table to ``table``.
 
-    ``view="schematic"`` draws svg, png, pdf and dot as the families schematic
-    (:mod:`bertgraph.render.schematic`); Mermaid and the Markdown page keep the stitched diagrams.
+    ``view="schematic"`` draws the families schematic (:mod:`bertgraph.render.schematic`) in every
+    format, the Markdown page with it as Mermaid; ``view="diagrams"`` stitches the models' diagrams.
     """
     from bertgraph.files import write_atomic
     from bertgraph.render import schematic
 
     if view == "schematic" and fmt in ("svg", "png", "pdf", "dot"):
         text = schematic.schematic_text(graphs, fmt)
+    elif view == "schematic" and fmt in ("mermaid", "markdown"):
+        text = schematic.mermaid_text(graphs)
+        text = generate_page(graphs, text) if fmt == "markdown" else text
     else:
         text = families_text(graphs, fmt, depth, theme, warn)
     written = [write_atomic(path, text)]

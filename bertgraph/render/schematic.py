@@ -11,9 +11,12 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.graph.schematic import Column, columns
+from bertgraph.graph.schematic import Column, Step, columns
 from bertgraph.render.escape import dot_html as esc
+from bertgraph.render.escape import mermaid_front_matter
+from bertgraph.render.escape import mermaid_text as mm
 
+EMBEDDING = "#e1d5e7"
 COLOURS = {"norm": "#fff2cc", "attention": "#dae8fc", "cross-attention": "#f8cecc", "feed-forward": "#d5e8d4"}
 ORDER = {"encoder-only": 0, "decoder-only": 1, "encoder-decoder": 2}
 FONT = 11
@@ -30,23 +33,13 @@ def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
     yield f'  subgraph "cluster_{prefix}" {{ label=<{esc(column.kind)}>; style="rounded"; color="#999999";'
     yield _box(f"{prefix}in", "tokens")
     embeddings = "embeddings · " + position.replace(", ", " · ") + " · LayerNorm" * column.embedding_norm
-    yield _box(f"{prefix}emb", embeddings, "#e1d5e7")
-    times = f"{column.layers} × (one shared layer)" if column.shared else f"{column.layers} ×"
-    if len(column.pattern) > 1 and not column.runs:
-        times = f"{column.layers} × [{', '.join(_counted(column.pattern))}] repeating"
-    yield f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(times)}>; labeljust=r; style="dashed"; color="#555555";'
+    yield _box(f"{prefix}emb", embeddings, EMBEDDING)
+    yield f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(_times(column))}>; labeljust=r; style="dashed"; color="#555555";'
     for number, step in enumerate(column.steps):
         if step.role == "residual":
             yield f'  "{prefix}s{number}" [label="+", shape=circle, width=0.22, height=0.22, fixedsize=true, fillcolor="white"];'
             continue
-        text = step.text
-        if step.role == "attention" and len(column.pattern) == 1:
-            text = f"{column.pattern[0]} self-attention"
-        elif step.role == "attention" and column.runs:
-            text = "self-attention · " + " · ".join(_run_text(run) for run in column.runs)
-        elif step.role == "attention" and column.pattern:
-            text = "self-attention · " + " · ".join(_counted(column.pattern))
-        yield _box(f"{prefix}s{number}", text, COLOURS.get(step.role, "white"))
+        yield _box(f"{prefix}s{number}", _step_text(column, step), COLOURS.get(step.role, "white"))
     yield "  }"
     if column.final_norm:
         yield _box(f"{prefix}fn", "final norm", COLOURS["norm"])
@@ -61,6 +54,26 @@ def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
         start = f"{prefix}emb" if source < 0 else f"{prefix}s{source}"
         # the residual path: drawn beside the chain, it must not pull the boxes apart
         yield f'  "{start}" -> "{prefix}s{residual}" [style=dashed, color="#888888", weight=0];'
+
+
+def _times(column: Column) -> str:
+    """The layer frame's label: "12 ×", "12 × (one shared layer)", "22 × [a, 2 × b] repeating"."""
+    if column.shared:
+        return f"{column.layers} × (one shared layer)"
+    if len(column.pattern) > 1 and not column.runs:
+        return f"{column.layers} × [{', '.join(_counted(column.pattern))}] repeating"
+    return f"{column.layers} ×"
+
+
+def _step_text(column: Column, step: Step) -> str:
+    """A step's box text, " · " between its lines; self-attention says its kind or pattern."""
+    if step.role != "attention" or not column.pattern:
+        return step.text
+    if len(column.pattern) == 1:
+        return f"{column.pattern[0]} self-attention"
+    if column.runs:
+        return "self-attention · " + " · ".join(_run_text(run) for run in column.runs)
+    return "self-attention · " + " · ".join(_counted(column.pattern))
 
 
 def _counted(cycle: list[str]) -> list[str]:
@@ -114,22 +127,29 @@ def generate_lines(graphs: Sequence[nx.DiGraph], dpi: int | None = None) -> Iter
     yield "}"
 
 
-def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
+def _caption_lines(kind: dict[str, Any], cols: list[Column]) -> list[str]:
+    """The model's facts, one per line: name, structure, parameters, positions, each stack's, uses."""
     from bertgraph.render import figures
 
-    lines = [f"<b>{esc(kind['model'])}</b>", esc(kind["structure"]), f"{figures.count(kind['parameters'])} params"]
+    lines = [kind["model"], kind["structure"], f"{figures.count(kind['parameters'])} params"]
     if kind["position"]:
-        lines.append(esc("positions: " + ", ".join(kind["position"])))
+        lines.append("positions: " + ", ".join(kind["position"]))
     if len(cols) == 2 and cols[0].caption == cols[1].caption:  # T5: one set of facts for both stacks
-        lines.append("<i>encoder and decoder, each</i>")
-        lines.extend(esc(line) for line in cols[0].caption)
+        lines += ["encoder and decoder, each", *cols[0].caption]
     else:
         for column in cols:
-            lines.append(f"<i>{esc(column.kind)}</i>")
-            lines.extend(esc(line) for line in column.caption)
+            lines += [column.kind, *column.caption]
     if kind.get("uses"):
-        lines.extend(esc(line) for line in textwrap.wrap(f"used for: {kind['uses']}", 30))
-    return "<br/>".join(lines)
+        lines += textwrap.wrap(f"used for: {kind['uses']}", 30)
+    return lines
+
+
+def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
+    """The caption as a Graphviz label: the name bold, the stack headings in italics."""
+    headings = {"encoder and decoder, each", *(column.kind for column in cols)}
+    lines = _caption_lines(kind, cols)
+    marked = [f"<b>{esc(lines[0])}</b>"] + [f"<i>{esc(line)}</i>" if line in headings else esc(line) for line in lines[1:]]
+    return "<br/>".join(marked)
 
 
 def schematic_text(graphs: Sequence[nx.DiGraph], fmt: str) -> str | bytes:
@@ -138,3 +158,90 @@ def schematic_text(graphs: Sequence[nx.DiGraph], fmt: str) -> str | bytes:
 
     source = "\n".join(generate_lines(graphs, PNG_DPI if fmt == "png" else None)) + "\n"
     return source if fmt == "dot" else graphviz_run.render(source, fmt)
+
+
+# --- Mermaid ----------------------------------------------------------------------------
+
+MERMAID_ROLES = {"norm": "norm", "attention": "attention", "cross-attention": "cross", "feed-forward": "ffn"}
+
+
+def _mermaid_column(prefix: str, column: Column, position: str, indent: str) -> Iterable[str]:
+    """One stack's nodes inside its subgraph, the steps inside the layer's "N ×" subgraph."""
+    yield f'{indent}subgraph {prefix}["{mm(column.kind)}"]'
+    yield f"{indent}  direction TB"
+    yield f'{indent}  {prefix}in["tokens"]'
+    embeddings = "embeddings\n" + position.replace(", ", "\n") + "\nLayerNorm" * column.embedding_norm
+    yield f'{indent}  {prefix}emb["{mm(embeddings)}"]:::embedding'
+    yield f'{indent}  subgraph {prefix}layer["{mm(_times(column))}"]'
+    yield f"{indent}    direction TB"
+    for number, step in enumerate(column.steps):
+        if step.role == "residual":
+            yield f'{indent}    {prefix}s{number}(("+"))'
+        else:
+            text = _step_text(column, step).replace(" · ", "\n")
+            yield f'{indent}    {prefix}s{number}["{mm(text)}"]:::{MERMAID_ROLES[step.role]}'
+    yield f"{indent}  end"
+    if column.final_norm:
+        yield f'{indent}  {prefix}fn["final norm"]:::norm'
+    output = "encoder output" if column.kind == "encoder" else "next-token logits"
+    yield f'{indent}  {prefix}out["{output}"]'
+    yield f"{indent}end"
+
+
+def _mermaid_edges(prefix: str, column: Column) -> Iterable[str]:
+    chain = [f"{prefix}in", f"{prefix}emb"] + [f"{prefix}s{n}" for n in range(len(column.steps))]
+    chain += [f"{prefix}fn"] * column.final_norm + [f"{prefix}out"]
+    for a, b in itertools.pairwise(chain):
+        yield f"  {a} --> {b}"
+    for source, residual in column.skips:
+        yield f"  {prefix + 'emb' if source < 0 else f'{prefix}s{source}'} -.-> {prefix}s{residual}"
+
+
+def mermaid_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
+    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT."""
+    built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+    yield "---"
+    yield f"title: {mermaid_front_matter('families schematic: ' + ', '.join(kind['model'] for kind, _ in built))}"
+    yield "---"
+    yield "flowchart TB"
+    edges: list[str] = []
+    blocks: list[list[str]] = []
+    for number, (kind, cols) in enumerate(built):
+        position = ", ".join(kind["position"]) or "no position"
+        block = [f'  subgraph m{number}["{mm(kind["model"])}"]', "    direction TB"]
+        caption = _caption_lines(kind, cols)[1:]
+        block.append(f'    m{number}cap["{mm(chr(10).join(caption))}"]:::caption')
+        for side, column in enumerate(cols):
+            block += _mermaid_column(f"m{number}c{side}", column, position, "    ")
+            edges.append(f"  m{number}cap ~~~ m{number}c{side}in")
+            edges.extend(_mermaid_edges(f"m{number}c{side}", column))
+        block.append("  end")
+        blocks.append(block)
+        if len(cols) == 2:
+            edges += [
+                f"  m{number}c0out ==> m{number}c1s{n}" for n, s in enumerate(cols[1].steps) if s.role == "cross-attention"
+            ]
+    # mermaid.js places side-by-side subgraphs right to left in the order they are declared
+    for block in reversed(blocks):
+        yield from block
+    yield from edges
+    yield "  classDef caption fill:none,stroke:none"
+    yield f"  classDef embedding fill:{EMBEDDING}"
+    for role, name in MERMAID_ROLES.items():
+        yield f"  classDef {name} fill:{COLOURS[role]}"
+
+
+def mermaid_text(graphs: Sequence[nx.DiGraph]) -> str:
+    """The schematic as Mermaid text, refused past the limits GitHub renders within."""
+    from bertgraph.errors import RenderError
+    from bertgraph.render import mermaid
+
+    lines = list(mermaid_lines(graphs))
+    text = "\n".join(lines) + "\n"
+    edges = sum(1 for line in lines if any(arrow in line for arrow in (" --> ", " -.-> ", " ==> ", " ~~~ ")))
+    if edges > mermaid.MAX_EDGES or len(text) > mermaid.MAX_TEXT:
+        raise RenderError(
+            f"the schematic of {len(graphs)} models exceeds Mermaid's limits ({mermaid.MAX_EDGES} edges, "
+            f"{mermaid.MAX_TEXT:,} characters); name fewer models or write SVG"
+        )
+    return text
