@@ -44,14 +44,16 @@ def test_three_models_read_at_9px_on_800px(traced: Any, dot_binary: str) -> None
     assert smallest_px(svg.decode() if isinstance(svg, bytes) else svg, 800) >= 9
 
 
-def test_no_cycle_and_no_upward_edge(traced: Any, dot_binary: str) -> None:
-    source = str(schematic.schematic_text(_graphs(traced, THREE), "dot"))
+@pytest.mark.parametrize("models", [THREE, ("albert-base-v2", "answerdotai/ModernBERT-base", "bart-base", "TinyLlama-1.1B")])
+def test_no_cycle_and_no_upward_edge(traced: Any, dot_binary: str, models: tuple[str, ...]) -> None:
+    source = str(schematic.schematic_text(_graphs(traced, models), "dot"))
     ys, edges = laid_out(source)
     assert nx.is_directed_acyclic_graph(nx.DiGraph(edges))
     assert [(a, b) for a, b in edges if ys[a] <= ys[b]] == []
-    # cross-attention reads the encoder's output, not a step inside it
-    crossing = [(a, b) for a, b in edges if a.startswith("m2c0") and b.startswith("m2c1")]
-    assert crossing and {a for a, _ in crossing} == {"m2c0out"}
+    # cross-attention reads the encoder's output, not a step inside it (the encoder-decoder is drawn last)
+    last = f"m{len(models) - 1}"
+    crossing = [(a, b) for a, b in edges if a.startswith(f"{last}c0") and b.startswith(f"{last}c1")]
+    assert crossing and {a for a, _ in crossing} == {f"{last}c0out"}
 
 
 def test_encoder_column_left_of_decoder(traced: Any, dot_binary: str) -> None:
