@@ -276,3 +276,24 @@ def test_annotate_memory_shows_what_each_module_keeps_for_backward(traced: Calla
     total = sum(cost.evaluate(cost.node_poly(d, g.SAVED_BYTES), sizes) for _, d in top.nodes(data=True))
     assert total == cost.evaluate(saved.saved_activation_bytes(graph).bytes, sizes) > 0
     assert "kept for backward" not in arch.to_dot(depth=2, annotate="flops")
+
+
+def test_the_cost_table_says_what_each_module_keeps_for_backward() -> None:
+    """``cost``'s rows: each module's saved bytes, as a real training forward charges them (GPT-2, unfolded),
+    the model's row all of them; the text table has the column."""
+    from bertgraph.render import text
+
+    graph = graph_of("gpt2")
+    model_name, head = reference("gpt2")
+    spec = resolve(model_name, head, batch=2, seq_len=16)
+    sizes = {"batch": 2, "seq": 16}
+    model = build_model(spec, weights=True)
+    measured = saved_bytes_by_module(model, example_inputs(spec, device="cpu", shape=(2, 16)))
+    report = cost.cost_report(graph, [sizes], fold=False)
+    rows = {row["path"]: row["saved_bytes"]["values"][0] for row in report["rows"]}
+    assert len(rows) > 20
+    for path, value in rows.items():
+        assert value == (_subtree(measured, path) if path else sum(measured.values())), path
+    assert report["rows"][0]["saved_bytes"]["values"] == report["training"]["activations"]["values"]
+    table = "\n".join(text.generate_cost(report))
+    assert "kept for backward" in table

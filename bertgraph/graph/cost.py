@@ -407,8 +407,11 @@ def cost_report(
         annotate(graph)
     totals = model_totals(graph)
     all_flops = [evaluate(totals[FLOPS], s) for s in sizes_list]
+    # what autograd keeps, charged to the ops that made it, so each module's row has its share
+    kept = None if from_onnx(graph) else saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
+    shown = graph if kept is None else saved.annotate_saved(graph, kept=kept)
     rows = []
-    for row in cost_rows(graph, depth=depth, fold=fold):
+    for row in cost_rows(shown, depth=depth, fold=fold):
         polys = row["polys"]
         values = [evaluate(polys[FLOPS], s) for s in sizes_list]
         rows.append(
@@ -422,13 +425,13 @@ def cost_report(
                 "flops": _figure(polys[FLOPS], sizes_list),
                 "share": [value / whole if whole else 0.0 for value, whole in zip(values, all_flops)],
                 "activation_bytes": _figure(polys[g.ACTIVATION_BYTES], sizes_list),
+                **({"saved_bytes": _figure(polys[g.SAVED_BYTES], sizes_list)} if kept is not None else {}),
             }
         )
     chosen = dtype or memory.traced_float_dtype(graph)
     training = memory.training_memory(graph, chosen, frozen)
     saved_values: list[int] | None = None
-    if not from_onnx(graph):
-        kept = saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
+    if kept is not None:
         activations = _figure(kept.bytes, sizes_list)
         training["activations"] = {
             **activations,

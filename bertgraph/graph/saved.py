@@ -20,7 +20,7 @@ zero in silence; an op off it (integer masks, position ids) saves nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import networkx as nx
 
@@ -292,9 +292,10 @@ def saved_activation_bytes(graph: nx.DiGraph, frozen: frozenset[str] = frozenset
     return Saved(total, sorted(set(unsupported)), dict(sorted(by_node.items())))
 
 
-def annotate_saved(graph: nx.DiGraph, frozen: frozenset[str] = frozenset()) -> nx.DiGraph:
-    """A copy of ``graph`` whose ops carry :data:`~bertgraph.graph.schema.SAVED_BYTES` (views sum it)."""
+def annotate_saved(graph: nx.DiGraph, frozen: frozenset[str] = frozenset(), kept: Any = None) -> nx.DiGraph:
+    """A copy of ``graph`` whose ops carry :data:`~bertgraph.graph.schema.SAVED_BYTES` (views sum it);
+    ``kept``: :func:`saved_activation_bytes` of the graph, when the caller has it already."""
     shown = graph.copy()
-    for node, poly in saved_activation_bytes(graph, frozen).by_node.items():
+    for node, poly in (kept or saved_activation_bytes(graph, frozen)).by_node.items():
         shown.nodes[node][g.SAVED_BYTES] = str(poly)
     return shown

@@ -310,10 +310,12 @@ def cost_tree(report: dict[str, Any]) -> tuple[list[str], list[list[str]], list[
     """Header, rows and right-alignment of the module table (compact figures; the formula is exact)."""
     rows = report["rows"]
     single = len(report["sizes"]) == 1
+    saved = bool(rows) and "saved_bytes" in rows[0]  # training's saved activations (not in ONNX files)
     headers = ["Module"]
     for s in report["sizes"]:
         suffix = "" if single else f" @{s.get('seq', s.get('sequence', ''))}"
         headers += [f"matmul{suffix}", f"other{suffix}", f"share{suffix}", f"activations{suffix}"]
+        headers += [f"kept for backward{suffix}"] * saved
     headers.append("FLOPs formula")
     body = []
     for index, row in enumerate(rows):
@@ -326,6 +328,7 @@ def cost_tree(report: dict[str, Any]) -> tuple[list[str], list[list[str]], list[
                 figures.percent(row["share"][i], 1) + each,
                 figures.size(row["activation_bytes"]["values"][i]),
             ]
+            cells += [figures.size(row["saved_bytes"]["values"][i])] * saved
         cells.append(row["flops"]["readable"])
         body.append(cells)
     right = [False] + [True] * (len(headers) - 2) + [False]
