@@ -42,8 +42,7 @@ _GRAPHS: dict[tuple[str, str | None], nx.DiGraph] = {}
 FIXTURES = Path(__file__).parent / "fixtures" / "planning"
 # Every graph the planning tests read: each model with its default attention, the decoders eager too.
 FIXTURE_GRAPHS: tuple[tuple[str, str | None], ...] = (
-    # ModernBERT is traced in each run: a fresh clone's trace of it differs from the committed one (open)
-    *((name, None) for name in CONFIGS),
+    *((name, None) for name in (*CONFIGS, *ENCODERS)),
     *((name, "eager") for name in CONFIGS),
 )
 _FOLDER = Path(tempfile.mkdtemp(prefix="bertgraph-generation-"))

@@ -10,6 +10,7 @@ When the graph code changes what a trace holds, rewrite them with::
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,22 @@ def test_the_committed_planning_graphs_are_fresh_traces(tmp_path: Path) -> None:
         assert _comparable(graph_io.read_json(path)) == _comparable(fresh), (
             f"rewrite {path}: python -m tests.generation_runs"
         )
+
+
+def test_a_trace_is_the_same_whatever_the_string_hashing(tmp_path: Path) -> None:
+    """ModernBERT loops over ``set(config.layer_types)``, whose order follows Python's string hashing:
+    two interpreters with other hash seeds (0 and 1 ordered it apart) write byte-identical graph files."""
+    folder = generation_runs.config_dir("modernbert")
+    written = []
+    for seed in ("0", "1"):
+        out = tmp_path / f"seed{seed}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "bertgraph", "graph", str(folder), "--no-cache", "-o", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        written.append(out.read_bytes())
+    assert written[0] == written[1]

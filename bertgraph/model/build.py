@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import pickle
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,3 +210,35 @@ def example_inputs(
         fill = torch.ones if name.endswith("attention_mask") else torch.zeros
         inputs[name] = fill(tuple(sizes[dim] for dim in dims), dtype=torch.long, device=device)
     return inputs
+
+
+class _SortedIterationSet(set):  # type: ignore[type-arg]
+    """A set that iterates in sorted order. Modeling code that loops over ``set(...)``
+    (ModernBERT's rotary embeddings per layer type) then runs its ops in one order whatever
+    Python's string hashing is, so a trace, and every file made from it, is the same in every
+    process."""
+
+    def __iter__(self) -> Any:
+        items = list(set.__iter__(self))
+        try:
+            return iter(sorted(items))
+        except TypeError:  # items that do not compare keep the set's own order
+            return iter(items)
+
+
+@contextmanager
+def ordered_sets(model: Any) -> Iterator[None]:
+    """While tracing ``model``, ``set`` in its transformers modules iterates sorted (the builtin is
+    shadowed in those modules' globals only, and put back after)."""
+    import sys
+
+    names = {type(module).__module__ for module in model.modules()}
+    found = [sys.modules[name] for name in sorted(names) if name.startswith("transformers.") and name in sys.modules]
+    patched = [module for module in found if "set" not in vars(module)]
+    for module in patched:
+        module.set = _SortedIterationSet  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in patched:
+            vars(module).pop("set", None)

@@ -49,7 +49,7 @@ from bertgraph import interrupts
 from bertgraph.errors import OnnxError, first_line
 from bertgraph.files import check_writable, staging_folder
 from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
-from bertgraph.model.build import refuse_pickle
+from bertgraph.model.build import ordered_sets, refuse_pickle
 from bertgraph.model.families.record import ENCODER_DECODER
 from bertgraph.onnx import memory, packages
 from bertgraph.onnx.framing import check_framing
@@ -512,7 +512,7 @@ def _export(
         return None, "TorchScript exporter (requested)"
     say(f"exporting {spec.model_class} with torch.export (dynamic {', '.join(dim_names(spec))})")
     try:
-        with quiet_exporter(), without_stack_traces():  # the stacks are dropped when labelling anyway
+        with quiet_exporter(), without_stack_traces(), ordered_sets(wrapper):  # stacks are dropped when labelling
             program = torch.onnx.export(
                 wrapper,
                 (),
@@ -573,7 +573,7 @@ def _export_torchscript(wrapper: ExportableModel, spec: ModelSpec, opset: int | 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "model.onnx"
         try:
-            with quiet_exporter():
+            with quiet_exporter(), ordered_sets(wrapper):
                 torch.onnx.export(
                     wrapper,
                     tuple(inputs[name] for name in spec.input_names),

@@ -29,6 +29,7 @@ import networkx as nx
 from bertgraph.errors import TraceError, first_line
 from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, build_model, example_inputs
+from bertgraph.model.build import ordered_sets
 from bertgraph.model.families import Stack
 from bertgraph.tracing import collector
 from bertgraph.tracing.dims import (
@@ -209,7 +210,7 @@ def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ..
     device = next(model.parameters()).device
     inputs = example_inputs(spec, device=device, shape=shape)
     try:
-        with without_stack_traces():
+        with without_stack_traces(), ordered_sets(model):
             return _export(model, spec, inputs, shape)
     except Exception as error:
         raise TraceError(_trace_failure(error, model, spec)) from error
