@@ -77,3 +77,50 @@ def test_text_round_trips_and_arithmetic_is_exact(a: Poly, b: Poly, at: dict[str
     for digit, raised in zip("23", "²³"):
         plain = plain.replace(raised, f"**{digit}")
     assert Poly.parse(plain) == a
+
+
+def test_capped_dimensions_parse_evaluate_and_name_their_dimension() -> None:
+    window = Poly.parse("2*min(seq, 15) + seq")
+    assert window == Poly.capped("seq", 15) * 2 + Poly.var("seq")
+    assert str(Poly.capped("seq", 15)) == "min(seq, 15)"
+    assert [window.evaluate({"seq": n}) for n in (4, 15, 100)] == [12, 45, 130]
+    assert window.evaluate({"seq": 100, "min(seq, 15)": 3}) == 106  # a size given for the capped name wins
+    assert window.dims() == {"seq"} and window.names() == {"seq", "min(seq, 15)"}
+    for text in ("min(seq 15)", "min(seq, x)", "min(seq, 15", "min(1, 15)", "min(seq, 15, 2)", "(1"):
+        with pytest.raises(PolyError, match="not a polynomial"):
+            Poly.parse(text)
+    assert Poly.parse("min + 1") == Poly.var("min") + 1  # a dimension may be called min
+    assert Poly.parse("_x") == Poly.var("_x") and Poly.parse("min(_x, 2)") == Poly.capped("_x", 2)
+
+
+def test_substitution_replaces_only_the_named_dimensions() -> None:
+    poly = Poly.parse("3*batch*seq**2 + seq + 7")
+    assert poly.substitute({"seq": Poly.parse("seq + 1")}) == Poly.parse("3*batch*(seq + 1)**2 + seq + 8")
+    assert poly.substitute({"seq": 2}) == Poly.parse("12*batch + 9")
+    assert poly.substitute({}) == poly and Poly().substitute({"seq": 1}) == Poly()
+    assert poly.substitute({"batch": 0}) == Poly.parse("seq + 7")
+
+
+def test_reading_degree_constant_powers_and_hashing() -> None:
+    poly = Poly.parse("batch*seq**3 + seq")
+    assert (poly.degree("seq"), poly.degree("batch"), poly.degree("tgt"), Poly().degree("seq")) == (3, 1, 0, 0)
+    assert (Poly.const(5).constant(), Poly().constant(), poly.constant()) == (5, 0, None)
+    assert Poly.var("seq") ** 0 == Poly.const(1) and Poly.var("seq") ** 3 == Poly.parse("seq**3")
+    assert (Poly.parse("seq + 1") ** 2).evaluate({"seq": 4}) == 25
+    with pytest.raises(PolyError, match="negative powers"):
+        Poly.var("seq") ** -1
+    assert hash(Poly.parse("seq + batch")) == hash(Poly.parse("batch + seq"))
+    assert len({Poly.parse("seq + 1"), Poly.parse("1 + seq"), Poly.parse("seq")}) == 2
+    assert Poly.const(3) == 3 and Poly.const(3) != "3" and not Poly() and bool(Poly.const(-1))
+    assert repr(Poly.parse("seq - 1")) == "Poly('seq - 1')" and str(Poly.parse("-seq")) == "-seq"
+    assert Poly.of(Poly.var("seq")) == Poly.var("seq") and Poly.of("seq + 1") == Poly.var("seq") + 1
+    with pytest.raises(PolyError, match="not a size"):
+        Poly.of(True)
+
+
+def test_readable_forms_take_out_the_common_factor() -> None:
+    assert Poly.parse("6*batch*seq + 4*batch").readable() == "batch·(6·seq + 4)"
+    assert Poly.parse("batch*seq**2 - batch").readable() == "batch·(seq² − 1)"
+    assert Poly.parse("seq + 1").readable() == "seq + 1"
+    assert Poly.parse("-2*seq").readable() == "−2·seq"
+    assert Poly.parse("1234*min(seq, 15)").readable() == "1,234·min(seq, 15)"

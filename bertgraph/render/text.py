@@ -328,7 +328,8 @@ def cost_tree(report: dict[str, Any]) -> tuple[list[str], list[list[str]], list[
                 figures.percent(row["share"][i], 1) + each,
                 figures.size(row["activation_bytes"]["values"][i]),
             ]
-            cells += [figures.size(row["saved_bytes"]["values"][i])] * saved
+            if saved:
+                cells.append(figures.size(row["saved_bytes"]["values"][i]))
         cells.append(row["flops"]["readable"])
         body.append(cells)
     right = [False] + [True] * (len(headers) - 2) + [False]
