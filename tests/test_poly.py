@@ -124,3 +124,14 @@ def test_readable_forms_take_out_the_common_factor() -> None:
     assert Poly.parse("seq + 1").readable() == "seq + 1"
     assert Poly.parse("-2*seq").readable() == "−2·seq"
     assert Poly.parse("1234*min(seq, 15)").readable() == "1,234·min(seq, 15)"
+
+
+def test_terms_of_one_degree_keep_one_order_and_errors_quote_the_text() -> None:
+    assert str(Poly.parse("batch*seq**2 + batch**2*seq")) == "batch**2*seq + batch*seq**2"
+    assert Poly.parse("b") == Poly.var("b") and Poly.parse(" seq + 1 ") == Poly.var("seq") + 1
+    with pytest.raises(PolyError, match=r"^not a polynomial: 'seq//2'$"):
+        Poly.parse("seq//2")
+    with pytest.raises(PolyError, match=r"^not a polynomial: 'min\(seq, 15\('$"):
+        Poly.parse("min(seq, 15(")
+    with pytest.raises(PolyError, match=r"^negative powers are not polynomials$"):
+        Poly.var("seq") ** -2
