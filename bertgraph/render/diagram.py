@@ -70,6 +70,8 @@ class Diagram:
     compare: bool = False
     scale: str | None = None  # the heat legend's title (annotated diagrams only)
     kind_names: dict[str, str] = field(default_factory=dict)  # legend names that differ from KIND_NAMES
+    caption: list[str] = field(default_factory=list)  # the facts under the title (layers, hidden size, heads, …)
+    bottom: list[str] = field(default_factory=list)  # nodes drawn on the last rank (the model's outputs)
 
     def kind_name(self, kind: str) -> str:
         """The legend's name of a kind (a decoder's layers are decoder layers)."""
@@ -84,6 +86,7 @@ class Diagram:
         self.membership.update(part.membership)
         self.same_rank += part.same_rank
         self.left_of += part.left_of
+        self.bottom += part.bottom
 
     @property
     def cross(self) -> bool:
@@ -486,7 +489,7 @@ def residual_label(label: str) -> str:
     return f"residual {label}" if label else "residual"
 
 
-def edge_label(shown: nx.DiGraph, source: str, target: str, edge_labels: str = "shapes") -> str:
+def edge_label(shown: nx.DiGraph, source: str, target: str, edge_labels: str = "changes") -> str:
     """The shape text edge ``source → target`` is labelled with ("" for none) under ``edge_labels``."""
     if edge_labels == "none" or (edge_labels == "changes" and not _shape_changes(shown, source, target)):
         return ""
@@ -607,7 +610,8 @@ def build_diagram(
     prefix: str = "",
     changed: set[str] | None = None,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
+    compact: bool = True,
 ) -> Diagram:
     """The diagram of ``graph`` at ``depth``.
 
@@ -619,6 +623,7 @@ def build_diagram(
     shape differs from what enters their source and on the inputs' edges (``changes``),
     or on none (``none``; a residual edge is still called one). A depth above
     :data:`~bertgraph.graph.views.OPERATOR_LEVEL` draws, and is titled, as that level.
+    ``compact`` (the default) draws the compact layout of :mod:`bertgraph.render.compact`.
     """
     _check_edge_labels(edge_labels)
     depth = min(depth, OPERATOR_LEVEL)
@@ -723,6 +728,14 @@ def build_diagram(
     if beside is not None:
         diagram.same_rank.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
         diagram.left_of.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
+    if compact and depth > 0:
+        from bertgraph.render.compact import compact as make_compact  # it builds on this module's records
+
+        make_compact(diagram, depth)
+    if not prefix:
+        from bertgraph.render.caption import caption_lines
+
+        diagram.caption = caption_lines(graph, total)
     present = {node.kind for node in diagram.nodes if node.heat is None}
     diagram.kinds = [kind for kind in KIND_NAMES if kind in present]
     if annotator is not None:
@@ -759,7 +772,7 @@ def build(
     fold: bool = True,
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> Diagram:
     """The diagram of ``graph``, or of both graphs side by side when ``compare`` is given."""
     if compare is not None:
@@ -773,7 +786,7 @@ def build_comparison(
     depth: int = 2,
     fold: bool = True,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> Diagram:
     """Two variants side by side; modules only one of them has are highlighted."""
     depth = min(depth, OPERATOR_LEVEL)

@@ -137,7 +137,7 @@ def generate_mermaid(
     theme: str = "light",
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> MermaidResult:
     """Mermaid text that renders within Mermaid's default limits.
 
