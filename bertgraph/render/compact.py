@@ -130,7 +130,9 @@ def _place_io(diagram: Diagram) -> None:
         common = chains[0]
         for chain in chains[1:]:
             common = [c for c, other in zip(common, chain) if c == other]
-        if common and common[-1] is not None:
+        # Only inside a module's cluster: a node written straight into the backbone's changes which
+        # stack Graphviz places first, and the encoder must stay left of the decoder.
+        if len(common) > 1 and common[-1] is not None:
             diagram.membership[node.id] = common[-1]
     if outputs:
         diagram.bottom = outputs
