@@ -20,7 +20,11 @@ from bertgraph.render import figures
 def _first_layer_ops(graph: nx.DiGraph, stack: str) -> list[dict[str, Any]]:
     """The ops the stack's first layer runs (``encoder.layer.0.…``)."""
     prefix = f"{stack}.0."
-    return [d for _, d in graph.nodes(data=True) if d.get(g.KIND) == g.OPERATOR and str(d.get(g.MODULE, "")).startswith(prefix)]
+    return [
+        d
+        for _, d in graph.nodes(data=True)
+        if d.get(g.KIND) == g.OPERATOR and str(d.get(g.MODULE, "")).startswith(prefix)
+    ]
 
 
 def ffn_width(graph: nx.DiGraph, stack: str) -> int | None:
@@ -47,7 +51,7 @@ def heads(graph: nx.DiGraph, stack: str) -> tuple[int, int] | None:
 
 
 def _attention_text(counts: dict[str, int], labels: list[str], layers: int) -> str:
-    """``causal + cross attention``; with counts when the kinds take turns (``8 bidirectional, 14 sliding-window(64)``)."""
+    """``causal + cross attention``; with counts when kinds take turns (``8 bidirectional, 14 sliding-window(64)``)."""
     if not labels:
         return ""
     if all(counts.get(label, layers) == layers for label in labels):
@@ -77,7 +81,9 @@ def caption_lines(graph: nx.DiGraph, total: int) -> list[str]:
     """The caption's lines: a line per stack (named when there are two), then the parameters."""
     kind = kinds.architecture_kind(graph, total)
     # The same order as architecture_kind's stacks: encoder first, then by path.
-    paths = [p for p, _ in sorted(roles.stack_kinds(graph).items(), key=lambda item: (item[1] != roles.ENCODER, item[0]))]
+    paths = [
+        p for p, _ in sorted(roles.stack_kinds(graph).items(), key=lambda item: (item[1] != roles.ENCODER, item[0]))
+    ]
     lines = []
     for path, stack in zip(paths, kind["stacks"]):
         line = stack_line(graph, path, stack)

@@ -21,7 +21,7 @@ _TABLE_SIZE = re.compile(r"(\d[\d,]* × \d[\d,]*)$")
 
 
 def compact(diagram: Diagram, depth: int) -> Diagram:
-    """``diagram`` with masks drawn inside what they feed, sibling tables merged (depth ≤ 2), inputs with their readers."""
+    """``diagram`` with masks inside what they feed, sibling tables merged (depth ≤ 2), inputs with their readers."""
     _absorb_masks(diagram)
     if depth <= 2:
         _merge_tables(diagram)
@@ -48,6 +48,7 @@ def _remove_node(diagram: Diagram, node_id: str, rerouted: list[Edge], heir: str
             kept.append(edge)
             joined.add((edge.source, edge.target))
     diagram.edges = kept
+
     def inherit(group: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(heir if n == node_id else n for n in group if n != node_id or heir))
 
@@ -132,7 +133,7 @@ def _place_io(diagram: Diagram) -> None:
             common = [c for c, other in zip(common, chain) if c == other]
         # Only inside a module's cluster: a node written straight into the backbone's changes which
         # stack Graphviz places first, and the encoder must stay left of the decoder.
-        if len(common) > 1 and common[-1] is not None:
+        if len(common) > (1 if diagram.left_of else 0) and common[-1] is not None:
             diagram.membership[node.id] = common[-1]
     if outputs:
         diagram.bottom = outputs

@@ -721,7 +721,7 @@ def build_diagram(
         style = "residual" if _is_residual(shown, source, target) else "mask" if data.get(g.DTYPE) == "bool" else "data"
         if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
             # Without labels the colour and the legend say what a cross edge is.
-            style, label = "cross", (f"cross-attention {label}".strip() if edge_labels != "none" else "")
+            style, label = "cross", (f"cross-attention {label}" if label else "")
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
 
     beside = _encoder_beside_decoder(shown, order, side)
@@ -730,7 +730,7 @@ def build_diagram(
         diagram.left_of.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
     # Inside an encoder-decoder's layers the compact rewrite changes which stack Graphviz places
     # first (measured on T5 and BART at depths 3-4), and the encoder must stay left of the decoder.
-    if compact and 0 < depth and (depth <= 2 or beside is None):
+    if compact and depth > 0 and (depth <= 2 or beside is None):
         from bertgraph.render.compact import compact as make_compact  # it builds on this module's records
 
         make_compact(diagram, depth)
