@@ -1,9 +1,9 @@
 """``edge_labels``: the shape on every edge (``shapes``), only where it changes (``changes``), or on none.
 
 The drawings are laid out by the real ``dot -Tjson`` and the rules read off what Graphviz
-placed: which edges carry a label, and how wide the drawing came out. ``shapes`` is the
-drawing bertgraph made before the option existed, held byte for byte to files it wrote then
-(``tests/fixtures/edge-labels``; when a change to the drawings is meant, rewrite them with
+placed: which edges carry a label, and how wide the drawing came out. ``shapes`` is held byte
+for byte to reviewed files (``tests/fixtures/edge-labels``, last rewritten for the compact
+layout and caption; when a change to the drawings is meant, rewrite them with
 ``dot.generate_dot(bert_tiny(head), depth)`` and ``mermaid.generate_mermaid(...).text``).
 """
 
@@ -123,14 +123,16 @@ def test_fewer_labels_draw_no_wider(laid: dict[str, Laid]) -> None:
     assert laid["none"].width <= laid["changes"].width <= laid["shapes"].width
 
 
-def test_shapes_is_the_drawing_of_before_byte_for_byte(graph: nx.DiGraph) -> None:
-    assert dot.generate_dot(graph, DEPTH, edge_labels="shapes") == dot.generate_dot(graph, DEPTH)
-    shapes = mermaid.generate_mermaid(graph, DEPTH, edge_labels="shapes").text
-    assert shapes == mermaid.generate_mermaid(graph, DEPTH).text
+def test_changes_is_the_default(graph: nx.DiGraph) -> None:
+    # Every node already shows its output shape; an edge repeats it only where it says something new.
+    assert dot.generate_dot(graph, DEPTH, edge_labels="changes") == dot.generate_dot(graph, DEPTH)
+    assert dot.generate_dot(graph, DEPTH, edge_labels="shapes") != dot.generate_dot(graph, DEPTH)
+    changes = mermaid.generate_mermaid(graph, DEPTH, edge_labels="changes").text
+    assert changes == mermaid.generate_mermaid(graph, DEPTH).text
 
 
 @pytest.mark.parametrize(("head", "depth"), [("base", 2), ("sequence-classification", 3)])
-def test_shapes_is_what_bertgraph_wrote_before_the_option(head: str, depth: int) -> None:
+def test_shapes_is_the_reviewed_drawing(head: str, depth: int) -> None:
     golden = GOLDEN / f"bert-tiny-3-{head}-depth{depth}"
     graph = bert_tiny(head)
     assert dot.generate_dot(graph, depth, edge_labels="shapes") == golden.with_suffix(".dot").read_text()

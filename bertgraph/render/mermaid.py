@@ -54,7 +54,8 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
         return node_id("cluster " + name)
 
     yield "---"
-    yield f"title: {mermaid_front_matter(diagram.title)}"
+    # Mermaid has one title line: the caption's facts follow the name there.
+    yield f"title: {mermaid_front_matter(' · '.join([diagram.title, *diagram.caption]))}"
     yield "---"
     if theme == "dark":
         yield '%%{init: {"theme": "dark"}}%%'
