@@ -27,16 +27,18 @@ def _first_layer_ops(graph: nx.DiGraph, stack: str) -> list[dict[str, Any]]:
     ]
 
 
-def ffn_width(graph: nx.DiGraph, stack: str) -> int | None:
-    """The widest output of the first layer's feed-forward ops: its intermediate width (3072 in BERT-base)."""
-    widths = [
+def ffn_width(graph: nx.DiGraph, stack: str, hidden: int | None) -> int | None:
+    """The first layer's feed-forward width (3072 in BERT-base): the narrowest of its ops' outputs wider than
+    the hidden size — a gated FFN's joint projection (ModernBERT's Wi, 2 × 1152) is split before the gate."""
+    widths = {
         d[g.SHAPE][-1]
         for d in _first_layer_ops(graph, stack)
         if roles.role_of(graph, str(d.get(g.MODULE, ""))) == roles.FEED_FORWARD
         and d.get(g.SHAPE)
         and isinstance(d[g.SHAPE][-1], int)
-    ]
-    return max(widths, default=None)
+    }
+    wider = {w for w in widths if hidden is None or w > hidden}
+    return min(wider) if wider else max(widths, default=None)
 
 
 def heads(graph: nx.DiGraph, stack: str) -> tuple[int, int] | None:
@@ -68,7 +70,7 @@ def stack_line(graph: nx.DiGraph, path: str, stack: dict[str, Any]) -> str:
     if counted:
         q, kv = counted
         parts.append(f"{q} heads" if q == kv else f"{q} query / {kv} key-value heads")
-    width = ffn_width(graph, path)
+    width = ffn_width(graph, path, stack["hidden"])
     if width:
         parts.append(f"FFN {width}")
     attention = _attention_text(stack["attention_counts"], stack["attention"], stack["layers"])

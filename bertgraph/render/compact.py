@@ -22,10 +22,11 @@ _TABLE_SIZE = re.compile(r"(\d[\d,]* × \d[\d,]*)$")
 
 def compact(diagram: Diagram, depth: int) -> Diagram:
     """``diagram`` with masks inside what they feed, sibling tables merged (depth ≤ 2), inputs with their readers."""
-    _absorb_masks(diagram)
+    _absorb_side_inputs(diagram)
     if depth <= 2:
         _merge_tables(diagram)
     _place_io(diagram)
+    _lower_sources(diagram)
     return diagram
 
 
@@ -56,21 +57,45 @@ def _remove_node(diagram: Diagram, node_id: str, rerouted: list[Edge], heir: str
     diagram.left_of = [(pair[0], pair[1]) for pair in map(inherit, diagram.left_of) if len(pair) == 2]
 
 
-def _absorb_masks(diagram: Diagram) -> None:
-    """Each attention-mask node becomes a line of the nodes it fed; what it read feeds them instead (dotted)."""
-    for mask in [n for n in diagram.nodes if n.kind == "mask" and n.shape == "op"]:
-        sources = [e.source for e in diagram.edges if e.target == mask.id]
-        targets = [e.target for e in diagram.edges if e.source == mask.id]
-        shape = mask.lines[0] if mask.lines else ""
-        line = f"with attention mask {shape}".strip()
+def _is_side_input(node: Node, readers: list[Node]) -> bool:
+    """An attention mask, or a parameter-free computation only attention reads in several places (rotary cos/sin).
+
+    Both feed every layer: as nodes they send long edges down a column of their own.
+    """
+    if node.shape == "io" or not readers:
+        return False
+    if node.kind == "mask" and node.shape == "op":
+        return True
+    free = not any("params" in line for line in node.lines)
+    return free and len(readers) > 1 and all(r.kind.startswith("attention") for r in readers)
+
+
+def _absorb_side_inputs(diagram: Diagram) -> None:
+    """Each side input (:func:`_is_side_input`) becomes a line of the nodes it fed; what it read feeds them (dotted)."""
+    changed = True
+    while changed:
+        changed = False
         by_id = {n.id: n for n in diagram.nodes}
-        for target in dict.fromkeys(targets):
-            node = by_id[target]
-            if line not in node.lines:
-                tooltip = f"{node.tooltip}\nreads an attention mask ({mask.tooltip})"
-                _replace_node(diagram, replace(node, lines=(*node.lines, line), tooltip=tooltip))
-        rerouted = [Edge(s, t, "", "mask") for s in dict.fromkeys(sources) for t in dict.fromkeys(targets)]
-        _remove_node(diagram, mask.id, rerouted, targets[0] if targets else None)
+        for node in diagram.nodes:
+            targets = list(dict.fromkeys(e.target for e in diagram.edges if e.source == node.id))
+            if _is_side_input(node, [by_id[t] for t in targets]):
+                _absorb(diagram, node, targets)
+                changed = True
+                break
+
+
+def _absorb(diagram: Diagram, side: Node, targets: list[str]) -> None:
+    sources = list(dict.fromkeys(e.source for e in diagram.edges if e.target == side.id))
+    shape = side.lines[-1] if side.lines else ""
+    line = f"with {side.title} {shape}".strip()
+    by_id = {n.id: n for n in diagram.nodes}
+    for target in targets:
+        node = by_id[target]
+        if line not in node.lines:
+            tooltip = f"{node.tooltip}\nreads {side.title} ({side.tooltip})"
+            _replace_node(diagram, replace(node, lines=(*node.lines, line), tooltip=tooltip))
+    rerouted = [Edge(s, t, "", "mask") for s in sources for t in targets]
+    _remove_node(diagram, side.id, rerouted, targets[0] if targets else None)
 
 
 def _merge_tables(diagram: Diagram) -> None:
@@ -131,9 +156,11 @@ def _place_io(diagram: Diagram) -> None:
         common = chains[0]
         for chain in chains[1:]:
             common = [c for c, other in zip(common, chain) if c == other]
-        # Only inside a module's cluster: a node written straight into the backbone's changes which
-        # stack Graphviz places first, and the encoder must stay left of the decoder.
-        if len(common) > (1 if diagram.left_of else 0) and common[-1] is not None:
+        if diagram.left_of and len(common) < 2:
+            # Not straight into an encoder-decoder's backbone: that changes which stack Graphviz
+            # places first. Read by both stacks (BART's attention_mask): in the last reader's stack.
+            common = chains[-1][:2]
+        if common and common[-1] is not None:
             diagram.membership[node.id] = common[-1]
     if outputs:
         diagram.bottom = outputs
@@ -146,3 +173,19 @@ def _chain(cluster: str | None, parents: dict[str | None, str | None]) -> list[s
         chain.append(cluster)
         cluster = parents.get(cluster)
     return chain[::-1]
+
+
+def _lower_sources(diagram: Diagram) -> None:
+    """A node nothing feeds (DeBERTa's relative-position table, a position-ids range) ranked just above its reader.
+
+    Graphviz puts such a node on the first rank, beside the embeddings, which widens the drawing
+    by a column; ranked below the reader's data input it sits in the reader's own column.
+    """
+    fed = {e.target for e in diagram.edges}
+    io = {n.id for n in diagram.nodes if n.shape == "io"}
+    sources = [n.id for n in diagram.nodes if n.id not in fed and n.id not in io]
+    for source in sources:
+        readers = [e.target for e in diagram.edges if e.source == source]
+        inputs = [e.source for e in diagram.edges if e.target in readers and e.source in fed and e.style == "data"]
+        if inputs:
+            diagram.below.append((inputs[0], source))

@@ -72,6 +72,7 @@ class Diagram:
     kind_names: dict[str, str] = field(default_factory=dict)  # legend names that differ from KIND_NAMES
     caption: list[str] = field(default_factory=list)  # the facts under the title (layers, hidden size, heads, …)
     bottom: list[str] = field(default_factory=list)  # nodes drawn on the last rank (the model's outputs)
+    below: list[tuple[str, str]] = field(default_factory=list)  # (a, b): b drawn on a rank below a's, no edge drawn
 
     def kind_name(self, kind: str) -> str:
         """The legend's name of a kind (a decoder's layers are decoder layers)."""
@@ -87,6 +88,7 @@ class Diagram:
         self.same_rank += part.same_rank
         self.left_of += part.left_of
         self.bottom += part.bottom
+        self.below += part.below
 
     @property
     def cross(self) -> bool:

@@ -235,6 +235,9 @@ def generate_lines(
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:
         yield "  { rank=same; " + " ".join(dot_string(ident(n)) + ";" for n in group) + " }"
+    for above, under in diagram.below:
+        # Invisible: it only ranks ``under`` lower; no data runs along it (the layout rules ignore it).
+        yield f"  {dot_string(ident(above))} -> {dot_string(ident(under))} [style=invis]"
     if diagram.bottom:
         yield "  { rank=max; " + " ".join(dot_string(ident(n)) + ";" for n in diagram.bottom) + " }"
     yield "}"
