@@ -85,7 +85,8 @@ def _absorb_side_inputs(diagram: Diagram) -> None:
 
 
 def _absorb(diagram: Diagram, side: Node, targets: list[str]) -> None:
-    sources = list(dict.fromkeys(e.source for e in diagram.edges if e.target == side.id))
+    carried = {e.source: e.shape for e in diagram.edges if e.target == side.id}
+    sources = list(carried)
     shape = side.lines[-1] if side.lines else ""
     line = f"with {side.title} {shape}".strip()
     by_id = {n.id: n for n in diagram.nodes}
@@ -94,7 +95,7 @@ def _absorb(diagram: Diagram, side: Node, targets: list[str]) -> None:
         if line not in node.lines:
             tooltip = f"{node.tooltip}\nreads {side.title} ({side.tooltip})"
             _replace_node(diagram, replace(node, lines=(*node.lines, line), tooltip=tooltip))
-    rerouted = [Edge(s, t, "", "mask") for s in sources for t in targets]
+    rerouted = [Edge(s, t, carried[s], "mask", carried[s]) for s in sources for t in targets]
     _remove_node(diagram, side.id, rerouted, targets[0] if targets else None)
 
 

@@ -45,6 +45,7 @@ class Edge:
     target: str
     label: str
     style: str = "data"  # "data", "residual", "mask" or "cross" (the encoder's output into the decoder)
+    shape: str = ""  # the shape it carries, whether or not ``label`` shows it
 
 
 @dataclass(frozen=True)
@@ -724,7 +725,7 @@ def build_diagram(
         if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
             # Without labels the colour and the legend say what a cross edge is.
             style, label = "cross", (f"cross-attention {label}" if label else "")
-        diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style))
+        diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style, _shape_label(data)))
 
     beside = _encoder_beside_decoder(shown, order, side)
     if beside is not None:
@@ -736,6 +737,7 @@ def build_diagram(
         from bertgraph.render.compact import compact as make_compact  # it builds on this module's records
 
         make_compact(diagram, depth)
+        _relabel(diagram, edge_labels)  # "changes" is judged on the edges drawn, which compacting rewired
     if not prefix:
         from bertgraph.render.caption import caption_lines
 
@@ -745,6 +747,21 @@ def build_diagram(
     if annotator is not None:
         diagram.scale = annotator.scale_title()
     return diagram
+
+
+def _relabel(diagram: Diagram, edge_labels: str) -> None:
+    """Each edge's label from its shape under ``edge_labels``, with the shapes entering its source as drawn."""
+    entering: dict[str, set[str]] = defaultdict(set)
+    for edge in diagram.edges:
+        entering[edge.target].add(edge.shape)
+    relabelled = []
+    for edge in diagram.edges:
+        shown = edge_labels == "shapes" or (edge_labels == "changes" and edge.shape not in entering[edge.source])
+        label = edge.shape if shown else ""
+        if edge.style == "cross":
+            label = f"cross-attention {label}" if label else ""
+        relabelled.append(replace(edge, label=label))
+    diagram.edges = relabelled
 
 
 def _encoder_beside_decoder(shown: nx.DiGraph, order: list[str], side: dict[str, str | None]) -> tuple[str, str] | None:
