@@ -71,7 +71,7 @@ def _is_side_input(node: Node, readers: list[Node]) -> bool:
 
 
 def _absorb_side_inputs(diagram: Diagram) -> None:
-    """Each side input (:func:`_is_side_input`) becomes a line of the nodes it fed; what it read feeds them (dotted)."""
+    """Each side input (:func:`_is_side_input`) becomes a line of the nodes it fed; what it read feeds them."""
     changed = True
     while changed:
         changed = False
@@ -95,7 +95,9 @@ def _absorb(diagram: Diagram, side: Node, targets: list[str]) -> None:
         if line not in node.lines:
             tooltip = f"{node.tooltip}\nreads {side.title} ({side.tooltip})"
             _replace_node(diagram, replace(node, lines=(*node.lines, line), tooltip=tooltip))
-    rerouted = [Edge(s, t, carried[s], "mask", carried[s]) for s in sources for t in targets]
+    # Dotted, as mask edges are, only when a mask was absorbed: a rotary table's input is data.
+    style = "mask" if side.kind == "mask" else "data"
+    rerouted = [Edge(s, t, carried[s], style, carried[s]) for s in sources for t in targets]
     _remove_node(diagram, side.id, rerouted, targets[0] if targets else None)
 
 
