@@ -179,16 +179,46 @@ def _chain(cluster: str | None, parents: dict[str | None, str | None]) -> list[s
 
 
 def _lower_sources(diagram: Diagram) -> None:
-    """A node nothing feeds (DeBERTa's relative-position table, a position-ids range) ranked just above its reader.
+    """A node nothing feeds (DeBERTa's relative-position table, position ids) ranked below the data entering its column.
 
     Graphviz puts such a node on the first rank, beside the embeddings, which widens the drawing
-    by a column; ranked below the reader's data input it sits in the reader's own column.
+    by a column; ranked below its reader's data input — or, when its reader has none, below the
+    first node outside its stack that feeds the stack — it sits in its own column.
     """
     fed = {e.target for e in diagram.edges}
     io = {n.id for n in diagram.nodes if n.shape == "io"}
+    parents = {c.id: c.parent for c in diagram.clusters}
     sources = [n.id for n in diagram.nodes if n.id not in fed and n.id not in io]
+    # Fed by inputs alone (DeBERTa's padding mask shaped for its encoder): placed by its stack's input.
+    for node in diagram.nodes:
+        feeding = {e.source for e in diagram.edges if e.target == node.id}
+        if node.id not in io and feeding and feeding <= io:
+            above = _feeding_from_outside(diagram, node.id, parents, fed)
+            if above:
+                diagram.below.append((above[0], node.id))
     for source in sources:
         readers = [e.target for e in diagram.edges if e.source == source]
         inputs = [e.source for e in diagram.edges if e.target in readers and e.source in fed and e.style == "data"]
+        if not inputs:
+            inputs = _feeding_from_outside(diagram, source, parents, fed)
         if inputs:
             diagram.below.append((inputs[0], source))
+
+
+def _feeding_from_outside(
+    diagram: Diagram, node: str, parents: dict[str | None, str | None], fed: set[str]
+) -> list[str]:
+    """Computed nodes outside ``node``'s stack (its second-outermost cluster) with a data edge into it."""
+    chain = _chain(diagram.membership.get(node), parents)
+    if len(chain) < 2:
+        return []
+    stack = chain[1]
+
+    def inside(other: str) -> bool:
+        return stack in _chain(diagram.membership.get(other), parents)
+
+    return [
+        e.source
+        for e in diagram.edges
+        if e.style == "data" and e.source in fed and not inside(e.source) and inside(e.target)
+    ]
