@@ -52,7 +52,7 @@ def test_smallest_text_at_docs_width(
     assert smallest_px(svg_of(traced(name).graph, depth)) >= TARGET_PX[depth]
 
 
-@pytest.mark.parametrize("name", ["bert-base-uncased", "t5-small", "Qwen2.5-0.5B"])
+@pytest.mark.parametrize("name", ["bert-base-uncased", "t5-small", "Qwen2.5-0.5B", "modernbert-base"])
 def test_the_caption_states_the_configs_facts(name: str, traced: Callable[..., bertgraph.Architecture]) -> None:
     """Layers, hidden size, heads, FFN width and parameters as the real model's config and modules have them."""
     from bertgraph.model import build_model, resolve
