@@ -4,7 +4,10 @@ Each drawing is rendered to SVG by the real ``dot``; the smallest ``font-size`` 
 800 over the drawing's width (points, from the SVG ``viewBox``) is the smallest text in pixels.
 Height is ignored: docs pages scroll. Graphs come from bertgraph's own cache.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/readability.py --out benchmarks/readability-before
+    PYTHONPATH=. .venv/bin/python benchmarks/readability.py --out benchmarks/readability-after
+
+``readability-before.md`` is the same table before the compact layout (legend column, inputs and
+masks in side columns, shapes on every edge).
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class Architecture:
         theme: str = "light",
         compare: Architecture | None = None,
         annotate: str | None = None,
-        edge_labels: str = "shapes",
+        edge_labels: str = "changes",
     ) -> str:
         """Graphviz DOT source of the diagram (``compare`` draws a second variant beside it).
 
@@ -130,7 +130,7 @@ class Architecture:
         theme: str = "light",
         compare: Architecture | None = None,
         annotate: str | None = None,
-        edge_labels: str = "shapes",
+        edge_labels: str = "changes",
     ) -> str:
         """Mermaid flowchart source; folds or goes shallower to stay within Mermaid's limits."""
         from bertgraph.render import mermaid

@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--edge-labels",
         choices=EDGE_LABELS,
-        help="shapes on every edge (default), only where the shape changes, or none",
+        help="shapes on every edge, only where the shape changes (default), or none",
     )
     _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
 
@@ -634,7 +634,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         fmt=fmt,
         warn=_warn,
         annotate=args.annotate,
-        edge_labels=args.edge_labels or "shapes",
+        edge_labels=args.edge_labels or "changes",
     )
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -22,6 +22,8 @@ from bertgraph.render.graphviz_run import require_dot
 
 DEPTHS = (1, 2, 3)
 COST_LENGTHS = (128, 512)
+# Other families at depth 2, so the README shows a decoder, an encoder-decoder and a modern encoder too.
+FAMILY_FIGURES = ("gpt2", "t5-small", "modernbert-base")
 
 
 def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str:
@@ -44,6 +46,7 @@ def gallery_files(head: str, plots: bool) -> list[str]:
         names += ["bert-compare.svg", "bert-compare.png"]
     names += ["bert.html", "bert-flops.svg", "bert-mermaid.md", "summary.txt", "params.txt", "cost.txt"]
     names += ["families.svg", "families.md", "masks.svg"]
+    names += [f"{model}-depth2.svg" for model in FAMILY_FIGURES]
     if plots:
         names.append(report.plot_path(Path("report.md")).name)
     return [*names, "report.md"]
@@ -109,6 +112,9 @@ def build_gallery(
     example = Example()
     found = [masks.ModelMasks(str(graph.graph[g.G_NAME]), tuple(model_masks(graph, example))) for graph in schematic_graphs]
     written.append(write_atomic(folder / "masks.svg", masks.figure(found, "svg")))
+    for model in FAMILY_FIGURES:
+        graph = load(resolve(model, "base"), use_cache=use_cache).graph
+        written.append(write_diagram(graph, folder / f"{model}-depth2.svg", depth=2, warn=warn))
     report_path = folder / "report.md"
     plot_name = None
     if plot.available():

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from bertgraph.render.diagram import Diagram
+
 SVG = "{http://www.w3.org/2000/svg}"
-LEGEND = "_legend"  # the one node a Graphviz diagram adds to its view
 MERMAID_NODE = re.compile(r"^\s*(n_\w+)(\[|\(|\{|>)", re.MULTILINE)
 MERMAID_EDGE = re.compile(r"^\s*(n_\w+) (-->|-\.->|==>)(?:\|[^|]*\|)? (n_\w+)$", re.MULTILINE)
 
@@ -50,12 +51,17 @@ def _points(size: str | None) -> float:
     return float(size[:-2])
 
 
-def expected_nodes(view: nx.DiGraph) -> list[str]:
-    """The node names a Graphviz diagram of ``view`` draws: every view node and the legend.
+def expected_nodes(view: nx.DiGraph, diagram: Diagram) -> list[str]:
+    """The node names a Graphviz diagram draws: the diagram's nodes, each a node of ``view``.
 
-    Module paths are safe DOT ids as they are; the whole model's empty path is drawn as ``_``.
+    The compact layout (``render/compact.py``) draws attention masks and merged embedding
+    tables as lines of other nodes, so a diagram draws a subset of its view; the legend is
+    part of the title, not a node. Module paths are safe DOT ids as they are; the whole
+    model's empty path is drawn as ``_``.
     """
-    return sorted([*(node or "_" for node in view.nodes), LEGEND])
+    ids = [node.id for node in diagram.nodes]
+    assert set(ids) <= set(view.nodes), set(ids) - set(view.nodes)
+    return sorted(node or "_" for node in ids)
 
 
 def png_size(data: bytes) -> tuple[int, int]:

@@ -1,9 +1,9 @@
 """``edge_labels``: the shape on every edge (``shapes``), only where it changes (``changes``), or on none.
 
 The drawings are laid out by the real ``dot -Tjson`` and the rules read off what Graphviz
-placed: which edges carry a label, and how wide the drawing came out. ``shapes`` is the
-drawing bertgraph made before the option existed, held byte for byte to files it wrote then
-(``tests/fixtures/edge-labels``; when a change to the drawings is meant, rewrite them with
+placed: which edges carry a label, and how wide the drawing came out. ``shapes`` is held byte
+for byte to reviewed files (``tests/fixtures/edge-labels``, last rewritten for the compact
+layout and caption; when a change to the drawings is meant, rewrite them with
 ``dot.generate_dot(bert_tiny(head), depth)`` and ``mermaid.generate_mermaid(...).text``).
 """
 
@@ -56,6 +56,8 @@ def lay_out(source: str) -> Laid:
     names = {item["_gvid"]: item["name"] for item in data.get("objects", [])}
     labels, drawn = {}, 0
     for edge in data.get("edges", []):
+        if edge.get("style") == "invis":
+            continue  # drawn by nobody: it only ranks a node (render/compact.py)
         text = str(edge.get("label") or edge.get("xlabel") or "").strip()
         drawn += any(key in edge for key in ("lp", "xlp", "_ldraw_", "_xldraw_"))  # a label placed and drawn
         labels[names[edge["tail"]], names[edge["head"]]] = text
@@ -123,14 +125,16 @@ def test_fewer_labels_draw_no_wider(laid: dict[str, Laid]) -> None:
     assert laid["none"].width <= laid["changes"].width <= laid["shapes"].width
 
 
-def test_shapes_is_the_drawing_of_before_byte_for_byte(graph: nx.DiGraph) -> None:
-    assert dot.generate_dot(graph, DEPTH, edge_labels="shapes") == dot.generate_dot(graph, DEPTH)
-    shapes = mermaid.generate_mermaid(graph, DEPTH, edge_labels="shapes").text
-    assert shapes == mermaid.generate_mermaid(graph, DEPTH).text
+def test_changes_is_the_default(graph: nx.DiGraph) -> None:
+    # Every node already shows its output shape; an edge repeats it only where it says something new.
+    assert dot.generate_dot(graph, DEPTH, edge_labels="changes") == dot.generate_dot(graph, DEPTH)
+    assert dot.generate_dot(graph, DEPTH, edge_labels="shapes") != dot.generate_dot(graph, DEPTH)
+    changes = mermaid.generate_mermaid(graph, DEPTH, edge_labels="changes").text
+    assert changes == mermaid.generate_mermaid(graph, DEPTH).text
 
 
 @pytest.mark.parametrize(("head", "depth"), [("base", 2), ("sequence-classification", 3)])
-def test_shapes_is_what_bertgraph_wrote_before_the_option(head: str, depth: int) -> None:
+def test_shapes_is_the_reviewed_drawing(head: str, depth: int) -> None:
     golden = GOLDEN / f"bert-tiny-3-{head}-depth{depth}"
     graph = bert_tiny(head)
     assert dot.generate_dot(graph, depth, edge_labels="shapes") == golden.with_suffix(".dot").read_text()
@@ -139,7 +143,7 @@ def test_shapes_is_what_bertgraph_wrote_before_the_option(head: str, depth: int)
 
 def test_residual_edges_keep_their_name() -> None:
     graph = bert_tiny("sequence-classification")  # depth 3 draws the adds inside a layer
-    shapes = lay_out(dot.generate_dot(graph, 3)).labels
+    shapes = lay_out(dot.generate_dot(graph, 3, edge_labels="shapes")).labels
     none = lay_out(dot.generate_dot(graph, 3, edge_labels="none")).labels
     residual = {edge for edge, label in shapes.items() if label.startswith("residual ")}
     assert residual
@@ -156,7 +160,7 @@ def test_mermaid_none_has_no_edge_labels(graph: nx.DiGraph) -> None:
     }
     none = MERMAID_LABEL.findall(mermaid.generate_mermaid(graph, DEPTH, edge_labels="none").text)
     assert set(none) <= {"residual"}  # a skip connection keeps its name, nothing else is labelled
-    shapes = MERMAID_LABEL.findall(mermaid.generate_mermaid(graph, DEPTH).text)
+    shapes = MERMAID_LABEL.findall(mermaid.generate_mermaid(graph, DEPTH, edge_labels="shapes").text)
     assert len(none) == sum(label.startswith("residual ") for label in shapes)
     assert 0 < counts["changes"] < counts["shapes"]
 
@@ -178,7 +182,8 @@ def test_api_passes_the_option(tmp_path: Path) -> None:
         == mermaid.generate_mermaid(graph, DEPTH, edge_labels="changes").text
     )
     texts = {mode: drawn.read_svg(arch.to_svg(DEPTH, edge_labels=mode).encode()).texts.split("\n") for mode in MODES}
-    assert len(texts["shapes"]) - len(texts["none"]) == view(graph, DEPTH).number_of_edges()  # one text per edge
+    drawn_edges = len(diagram.build_diagram(graph, DEPTH).edges)
+    assert len(texts["shapes"]) - len(texts["none"]) == drawn_edges  # one text per edge drawn
     path = arch.save(tmp_path / "x.dot", DEPTH, edge_labels="changes")
     assert path.read_text() == dot.generate_dot(graph, DEPTH, edge_labels="changes")
 
@@ -243,7 +248,7 @@ def mkdocs_build(root: Path) -> Site:
 def test_docs_option_is_checked_and_keys_the_drawing() -> None:
     plain = docs_request.parse({"model": "bert-tiny"})
     none = docs_request.parse({"model": "bert-tiny", "edge-labels": "none"})
-    assert (plain.edge_labels, none.edge_labels) == ("shapes", "none")
+    assert (plain.edge_labels, none.edge_labels) == ("changes", "none")
     assert docs_request.parse({"model": "bert-tiny", "edge_labels": "changes"}).edge_labels == "changes"
     assert docs_request.DiagramRequest.from_dict(none.as_dict()) == none
     assert "edge labels none" in none.describe() and "edge labels" not in plain.describe()
@@ -286,9 +291,10 @@ def test_mkdocs_fence_draws_without_labels_and_redraws_when_the_key_changes(tmp_
     first = mkdocs_build(tmp_path)
     assert first.returncode == 0, first.log
     shapes, none = re.findall(r"<svg .*?</svg>", first.page, re.DOTALL)
-    edges = view(bert_tiny("base"), DEPTH).number_of_edges()
-    assert shapes.count("<text") - none.count("<text") == edges  # each edge's label, and nothing else
-    page.write_text(page.read_text().replace("edge-labels: none", "edge-labels: changes"))
+    edges = len(diagram.build_diagram(bert_tiny("base"), DEPTH).edges)
+    # the default labels only the edges where the shape changes; none of them: fewer texts, nothing else gone
+    assert 0 < shapes.count("<text") - none.count("<text") < edges
+    page.write_text(page.read_text().replace("edge-labels: none", "edge-labels: shapes"))
     again = mkdocs_build(tmp_path)
     drawn_now = again.lines("bertgraph: drew")
-    assert len(drawn_now) == 1 and "edge labels changes" in drawn_now[0], again.log
+    assert len(drawn_now) == 1 and "edge labels shapes" in drawn_now[0], again.log

@@ -15,6 +15,7 @@ import pytest
 from bertgraph.api import Architecture
 from bertgraph.model import HEADS
 from bertgraph.render import dot, graphviz_run
+from bertgraph.render.diagram import build_diagram
 from tests import drawn
 from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
@@ -41,8 +42,9 @@ def test_every_head_and_depth_lays_out(traced: Callable[..., Architecture], head
         svg = graphviz_run.render(source, "svg")
         text = svg_texts(svg)
         shown, view = drawn.read_svg(svg), arch.view(depth, fold=fold)
-        assert sorted(shown.nodes) == drawn.expected_nodes(view), (depth, fold)
-        assert len(shown.edges) == view.number_of_edges(), (depth, fold)
+        drawing = build_diagram(arch.graph, depth, fold)
+        assert sorted(shown.nodes) == drawn.expected_nodes(view, drawing), (depth, fold)
+        assert len(shown.edges) == len(drawing.edges), (depth, fold)
         assert arch.model_class in text
         assert "input_ids" in text
         if depth >= 2 and fold:
@@ -60,9 +62,10 @@ def test_depth_two_labels_and_tooltips(traced: Callable[..., Architecture], dot_
         "1,538 params",
         "task head · sequence-classification",
         "encoder-only backbone",
-        "word_embeddings",
-        "Embedding 30522 × 768",
-        "attention mask",
+        "sum of embeddings",  # the compact layout: the three tables are lines of their sum
+        "word_embeddings 30522 × 768 · 23.4M params",
+        "with attention mask [batch, 1, seq, seq]",  # and the mask a line of the layers it feeds
+        "12 layers · hidden 768 · 12 heads · FFN 3072 · bidirectional attention · 109M parameters",  # the caption
         "[batch, 2]",
         "bidirectional attention",  # the layers' colour and legend entry: their attention kind, read off the ops
     ):
@@ -75,7 +78,7 @@ def test_depth_one_and_three_content(traced: Callable[..., Architecture], dot_bi
     one = svg_texts(graphviz_run.render(arch.to_dot(1), "svg"))
     for label in ("embeddings", "encoder", "pooler", "dropout", "classifier", "85.1M params"):
         assert label in one
-    three = svg_texts(graphviz_run.render(arch.to_dot(3), "svg"))
+    three = svg_texts(graphviz_run.render(arch.to_dot(3, edge_labels="shapes"), "svg"))
     for label in (
         "query",
         "key",
@@ -154,8 +157,10 @@ def test_cli_writes_every_format(
     laid_out = subprocess.run([dot_binary, "-Tsvg", str(tmp_path / "b.dot")], capture_output=True, check=True).stdout
     svg = drawn.read_svg((tmp_path / "b.svg").read_bytes())
     assert svg == drawn.read_svg(laid_out)
-    assert sorted(svg.nodes) == drawn.expected_nodes(view)
-    assert len(svg.edges) == view.number_of_edges() == 14
+    drawing = build_diagram(arch.graph, 2)
+    assert sorted(svg.nodes) == drawn.expected_nodes(view, drawing)
+    # 14 edges of the view; the compact layout draws the mask and the three tables as lines
+    assert view.number_of_edges() == 14 and len(svg.edges) == len(drawing.edges) < 14
     for label in labels:
         assert label in svg.texts, label
     # PNG at 144 dpi and PDF: pictures of the same page.
@@ -167,8 +172,8 @@ def test_cli_writes_every_format(
     mermaid = (tmp_path / "b.mmd").read_text()
     assert mermaid == arch.to_mermaid(2)
     assert (tmp_path / "b.md").read_text() == f"```mermaid\n{mermaid}```\n"
-    assert len(drawn.mermaid_nodes(mermaid)) == view.number_of_nodes()
-    assert len(drawn.mermaid_edges(mermaid)) == view.number_of_edges()
+    assert len(drawn.mermaid_nodes(mermaid)) == len(drawing.nodes)
+    assert len(drawn.mermaid_edges(mermaid)) == len(drawing.edges)
     for label in labels:
         assert label in mermaid, label
 

@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 from bertgraph.api import Architecture
 from bertgraph.cli import main
 from bertgraph.gallery import build_gallery
+from bertgraph.render.diagram import build_diagram
 from tests import drawn
 from tests.conftest import require
 
@@ -67,17 +68,18 @@ def test_notebook_representations(traced: Callable[..., Architecture], tmp_path:
     svg = arch._repr_svg_()
     assert svg.lstrip().startswith("<?xml")
     shown = drawn.read_svg(svg.encode())
-    assert sorted(shown.nodes) == drawn.expected_nodes(view)
-    assert len(shown.edges) == view.number_of_edges()
+    drawing = build_diagram(arch.graph, 2)
+    assert sorted(shown.nodes) == drawn.expected_nodes(view, drawing)
+    assert len(shown.edges) == len(drawing.edges)
     for label in labels:
         assert label in shown.texts, label
     markdown = arch._repr_markdown_()
     assert arch._repr_html_().startswith('<iframe class="bertgraph-page"') and "srcdoc=" in arch._repr_html_()
     assert markdown == f"```mermaid\n{arch.to_mermaid()}```\n"
-    assert len(drawn.mermaid_nodes(markdown)) == view.number_of_nodes()
-    assert len(drawn.mermaid_edges(markdown)) == view.number_of_edges()
+    assert len(drawn.mermaid_nodes(markdown)) == len(drawing.nodes)
+    assert len(drawn.mermaid_edges(markdown)) == len(drawing.edges)
     one = arch.to_mermaid(1)
-    assert one.startswith("---\ntitle:") and len(drawn.mermaid_nodes(one)) == arch.view(1).number_of_nodes()
+    assert one.startswith("---\ntitle:") and len(drawn.mermaid_nodes(one)) == len(build_diagram(arch.graph, 1).nodes)
     assert arch.to_dot().startswith("digraph bertgraph {") and arch.to_dot() == arch.to_dot(2)
 
     saved = {name: arch.save(tmp_path / name) for name in ("a.svg", "a.png", "a.pdf", "a.dot", "a.mmd", "a.md")}

@@ -14,7 +14,7 @@ and in a page::
     model: bert-base-uncased
     head: sequence-classification
     depth: 2
-    edge-labels: changes   # shapes (default), changes, none
+    edge-labels: none      # shapes, changes (default), none
     ```
 
 The fence's body is YAML with the Sphinx directive's options. Each fence becomes inline

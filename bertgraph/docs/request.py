@@ -52,7 +52,7 @@ class DiagramRequest:
     format: str = "svg"
     compare: str | None = None
     theme: str = "auto"
-    edge_labels: str = "shapes"
+    edge_labels: str = "changes"
     unfold: bool = False
     sizes: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     seq_len: int | None = None
@@ -94,7 +94,7 @@ class DiagramRequest:
             return f"{self.figure} of {', '.join(self.names())} · {self.format}"
         parts = [self.model, self.head + (f" vs {self.compare}" if self.compare else ""), f"depth {self.depth}"]
         parts += [self.format] + (["unfolded"] if self.unfold else [])
-        parts += [f"edge labels {self.edge_labels}"] if self.edge_labels != "shapes" else []
+        parts += [f"edge labels {self.edge_labels}"] if self.edge_labels != "changes" else []
         parts += [f"{name} {value}" for name, value in self.sizes]
         return " · ".join(parts)
 
@@ -166,7 +166,7 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         format=_choice("format", values.get("format", "svg"), FORMATS),
         compare=_choice("compare", compare, HEAD_NAMES) if compare not in (None, "") else None,
         theme=_choice("theme", values.get("theme", "auto"), THEMES),
-        edge_labels=_choice("edge-labels", values.get("edge-labels", "shapes"), EDGE_LABELS),
+        edge_labels=_choice("edge-labels", values.get("edge-labels", "changes"), EDGE_LABELS),
         unfold=_flag("unfold", values["unfold"]) if "unfold" in values else False,
         sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),
         seq_len=_whole("seq-len", values["seq-len"], 1) if values.get("seq-len") is not None else None,

@@ -8,7 +8,7 @@ Add ``"bertgraph.sphinx"`` to ``extensions`` in ``conf.py``, then::
        :format: svg        (svg, mermaid, html, table, summary)
        :compare: base
        :theme: auto        (auto, light, dark)
-       :edge-labels: changes  (shapes, changes, none)
+       :edge-labels: none  (shapes, changes (default), none)
        :caption: BERT with its classification head
 
     .. bertgraph:: bert-base-uncased gpt2 t5-small

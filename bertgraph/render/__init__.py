@@ -66,7 +66,7 @@ def write_diagram(
     fmt: str | None = None,
     warn: Callable[[str], None] | None = None,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> Path:
     """Write a diagram of ``graph`` to ``path`` in one step (nothing is left behind on failure).
 
@@ -131,7 +131,7 @@ def render_image(
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
     output: Path | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> bytes:
     """SVG, PNG or PDF bytes of the diagram, laid out by Graphviz (checked to be feasible first)."""
     from bertgraph.render import dot, graphviz_run

@@ -87,38 +87,65 @@ def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
     ]
 
 
-def _legend(diagram: Diagram, colours: dict[str, Any], ident: str) -> str:
-    rows = []
+# Legend entries per row: a row under the caption instead of a column beside the drawing (the
+# column cost BERT's depth-2 drawing 130 of its 1,049 points of width).
+LEGEND_PER_ROW = 4
+
+
+def _swatch(fill: str, border: str, name: str, colours: dict[str, Any], attrs: str = "") -> str:
+    return (
+        f'<td bgcolor="{fill}" color="{border}" border="1" width="14"{attrs}> </td>'
+        f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(name)}</font></td>'
+    )
+
+
+def _legend_cells(diagram: Diagram, colours: dict[str, Any]) -> list[str]:
+    cells = []
     for kind in diagram.kinds:
         palette = colours["kinds"][kind]
-        rows.append(
-            f'<tr><td bgcolor="{palette.fill}" color="{palette.border}" border="1" width="18"> </td>'
-            f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(diagram.kind_name(kind))}'
-            "</font></td></tr>"
-        )
+        cells.append(_swatch(palette.fill, palette.border, diagram.kind_name(kind), colours))
     if diagram.cross:
-        rows.append(
-            f'<tr><td bgcolor="{colours["kinds"]["attention-cross"].border}" border="0" height="3"> </td>'
-            f'<td align="left"><font point-size="10" color="{colours["text"]}">encoder output into cross-attention'
-            "</font></td></tr>"
-        )
+        cross = colours["kinds"]["attention-cross"].border
+        cells.append(_swatch(cross, cross, "encoder output into cross-attention", colours, ' height="3"'))
     if diagram.compare:
-        rows.append(
-            f'<tr><td color="{colours["added"]}" border="2" width="18"> </td>'
-            f'<td align="left"><font point-size="10" color="{colours["text"]}">only in this variant</font></td></tr>'
+        cells.append(
+            f'<td color="{colours["added"]}" border="2" width="14"> </td>'
+            f'<td align="left"><font point-size="10" color="{colours["text"]}">only in this variant</font></td>'
         )
+    return cells
+
+
+def _rows(cells: list[str]) -> str:
+    rows = [cells[i : i + LEGEND_PER_ROW] for i in range(0, len(cells), LEGEND_PER_ROW)]
+    return "".join("<tr>" + "".join(row) + "</tr>" for row in rows)
+
+
+def _legend(diagram: Diagram, colours: dict[str, Any]) -> list[str]:
+    """The legend as rows of swatches (tables inside the title block); the heat scale as one more."""
+    tables = []
+    cells = _legend_cells(diagram, colours)
+    if cells:
+        tables.append(f'<table border="0" cellspacing="2" cellpadding="1">{_rows(cells)}</table>')
     if diagram.scale:
-        rows.append(
-            f'<tr><td colspan="2" align="left"><font point-size="10" color="{colours["text"]}">'
-            f"<b>{dot_html(diagram.scale)}</b></font></td></tr>"
+        heat = [_swatch(p.fill, p.border, label, colours) for p, label in zip(colours["heat"], HEAT_LABELS)]
+        tables.append(
+            f'<table border="0" cellspacing="2" cellpadding="1"><tr><td colspan="{2 * LEGEND_PER_ROW}" align="left">'
+            f'<font point-size="10" color="{colours["text"]}"><b>{dot_html(diagram.scale)}</b></font></td></tr>'
+            f"{_rows(heat)}</table>"
         )
-        for palette, label in zip(colours["heat"], HEAT_LABELS):
-            rows.append(
-                f'<tr><td bgcolor="{palette.fill}" color="{palette.border}" border="1" width="18"> </td>'
-                f'<td align="left"><font point-size="10" color="{colours["text"]}">{dot_html(label)}</font></td></tr>'
-            )
-    table = '<table border="0" cellspacing="3" cellpadding="2">' + "".join(rows) + "</table>"
-    return f'{dot_string(ident)} [shape=plain, style="", label=<{table}>, tooltip="legend"]'
+    return tables
+
+
+def _title(diagram: Diagram, colours: dict[str, Any]) -> str:
+    """Title, subtitle, caption lines and legend: one HTML-like table at the top left."""
+    texts = [
+        f'<font point-size="18"><b>{dot_html(diagram.title)}</b></font>',
+        f'<font point-size="11" color="{colours["muted"]}">{dot_html(diagram.subtitle)}</font>',
+    ]
+    texts += [f'<font point-size="11" color="{colours["text"]}">{dot_html(line)}</font>' for line in diagram.caption]
+    rows = [f'<tr><td align="left">{text}</td></tr>' for text in texts]
+    rows += [f'<tr><td align="left">{table}</td></tr>' for table in _legend(diagram, colours)]
+    return '<<table border="0" cellspacing="0" cellpadding="1">' + "".join(rows) + "</table>>"
 
 
 def generate_lines(
@@ -137,10 +164,7 @@ def generate_lines(
     sit less neatly.
     """
     colours = style.theme(theme)
-    title = (
-        f'<<font point-size="18"><b>{dot_html(diagram.title)}</b></font><br/>'
-        f'<font point-size="11" color="{colours["muted"]}">{dot_html(diagram.subtitle)}</font><br/> >'
-    )
+    title = _title(diagram, colours)
     yield "digraph bertgraph {"
     graph_attrs = {
         "rankdir": "TB",
@@ -211,8 +235,11 @@ def generate_lines(
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:
         yield "  { rank=same; " + " ".join(dot_string(ident(n)) + ";" for n in group) + " }"
-    if diagram.kinds or diagram.scale:
-        yield "  " + _legend(diagram, colours, ident(" legend"))  # a name no module path can have
+    for above, under in diagram.below:
+        # Invisible: it only ranks ``under`` lower; no data runs along it (the layout rules ignore it).
+        yield f"  {dot_string(ident(above))} -> {dot_string(ident(under))} [style=invis]"
+    if diagram.bottom:
+        yield "  { rank=max; " + " ".join(dot_string(ident(n)) + ";" for n in diagram.bottom) + " }"
     yield "}"
 
 
@@ -224,7 +251,7 @@ def generate_dot(
     compare: nx.DiGraph | None = None,
     dpi: int | None = None,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> str:
     """DOT source of the diagram of ``graph`` (beside ``compare`` when given).
 

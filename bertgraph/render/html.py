@@ -199,7 +199,7 @@ def node_details(
 
 
 def _depth_records(
-    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "shapes"
+    graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "changes"
 ) -> tuple[str, dict[str, Any]]:
     """The DOT source of one depth and the details of its nodes, keyed by DOT id."""
     diagram = build(graph, depth, fold, compare, edge_labels=edge_labels)
@@ -245,7 +245,7 @@ def generate_html(
     fold: bool = True,
     theme: str = "auto",
     compare: nx.DiGraph | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> str:
     """The interactive page of ``graph`` (beside ``compare`` when given), opening at ``depth``.
 

@@ -54,7 +54,8 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
         return node_id("cluster " + name)
 
     yield "---"
-    yield f"title: {mermaid_front_matter(diagram.title)}"
+    # Mermaid has one title line: the caption's facts follow the name there.
+    yield f"title: {mermaid_front_matter(' · '.join([diagram.title, *diagram.caption]))}"
     yield "---"
     if theme == "dark":
         yield '%%{init: {"theme": "dark"}}%%'
@@ -137,7 +138,7 @@ def generate_mermaid(
     theme: str = "light",
     compare: nx.DiGraph | None = None,
     annotate: str | None = None,
-    edge_labels: str = "shapes",
+    edge_labels: str = "changes",
 ) -> MermaidResult:
     """Mermaid text that renders within Mermaid's default limits.
 

@@ -1,0 +1,224 @@
+"""The compact layout: a diagram narrow enough to read in a docs column (about 800 px).
+
+Measured on every preset (benchmarks/readability.py), width went to things a reader does not
+need beside the flow: inputs in columns of their own, attention-mask nodes in side columns
+(BART has three), sibling embedding tables side by side. :func:`compact` rewrites the plain
+records of a :class:`~bertgraph.render.diagram.Diagram` — so DOT and Mermaid stay alike — and
+keeps every truth the drawing invariants check: no edge is invented that the data does not
+carry (a mask's inputs go to what the mask fed), so an acyclic drawing stays acyclic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import replace
+
+from bertgraph.render.diagram import Diagram, Edge, Node
+
+# "Embedding 30522 × 768" → "30522 × 768": the table's size, without the class a reader does not need.
+_TABLE_SIZE = re.compile(r"(\d[\d,]* × \d[\d,]*)$")
+
+
+def compact(diagram: Diagram, depth: int) -> Diagram:
+    """``diagram`` with masks inside what they feed, sibling tables merged (depth ≤ 2), inputs with their readers."""
+    _absorb_side_inputs(diagram)
+    if depth <= 2:
+        _merge_tables(diagram)
+    _place_io(diagram)
+    _lower_sources(diagram)
+    return diagram
+
+
+def _replace_node(diagram: Diagram, node: Node) -> None:
+    diagram.nodes = [node if n.id == node.id else n for n in diagram.nodes]
+
+
+def _remove_node(diagram: Diagram, node_id: str, rerouted: list[Edge], heir: str | None) -> None:
+    """Drop ``node_id`` and its edges; add ``rerouted`` edges unless an edge already joins their ends.
+
+    ``heir`` (the node that now says what ``node_id`` said) takes its place in rank hints, so
+    the encoder's column stays left of the decoder's when its first node was a table.
+    """
+    diagram.nodes = [n for n in diagram.nodes if n.id != node_id]
+    diagram.membership.pop(node_id, None)
+    kept = [e for e in diagram.edges if node_id not in (e.source, e.target)]
+    joined = {(e.source, e.target) for e in kept}
+    for edge in rerouted:
+        if (edge.source, edge.target) not in joined and edge.source != edge.target:
+            kept.append(edge)
+            joined.add((edge.source, edge.target))
+    diagram.edges = kept
+
+    def inherit(group: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(heir if n == node_id else n for n in group if n != node_id or heir))
+
+    diagram.same_rank = [group for group in map(inherit, diagram.same_rank) if len(group) > 1]
+    diagram.left_of = [(pair[0], pair[1]) for pair in map(inherit, diagram.left_of) if len(pair) == 2]
+
+
+def _is_side_input(node: Node, readers: list[Node]) -> bool:
+    """An attention mask, or a parameter-free computation only attention reads in several places (rotary cos/sin).
+
+    Both feed every layer: as nodes they send long edges down a column of their own.
+    """
+    if node.shape == "io" or not readers:
+        return False
+    if node.kind == "mask" and node.shape == "op":
+        return True
+    free = not any("params" in line for line in node.lines)
+    return free and len(readers) > 1 and all(r.kind.startswith("attention") for r in readers)
+
+
+def _absorb_side_inputs(diagram: Diagram) -> None:
+    """Each side input (:func:`_is_side_input`) becomes a line of the nodes it fed; what it read feeds them."""
+    changed = True
+    while changed:
+        changed = False
+        by_id = {n.id: n for n in diagram.nodes}
+        for node in diagram.nodes:
+            targets = list(dict.fromkeys(e.target for e in diagram.edges if e.source == node.id))
+            if _is_side_input(node, [by_id[t] for t in targets]):
+                _absorb(diagram, node, targets)
+                changed = True
+                break
+
+
+def _absorb(diagram: Diagram, side: Node, targets: list[str]) -> None:
+    carried = {e.source: e.shape for e in diagram.edges if e.target == side.id}
+    sources = list(carried)
+    shape = side.lines[-1] if side.lines else ""
+    line = f"with {side.title} {shape}".strip()
+    by_id = {n.id: n for n in diagram.nodes}
+    for target in targets:
+        node = by_id[target]
+        if line not in node.lines:
+            tooltip = f"{node.tooltip}\nreads {side.title} ({side.tooltip})"
+            _replace_node(diagram, replace(node, lines=(*node.lines, line), tooltip=tooltip))
+    # Dotted, as mask edges are, only when a mask was absorbed: a rotary table's input is data.
+    style = "mask" if side.kind == "mask" else "data"
+    rerouted = [Edge(s, t, carried[s], style, carried[s]) for s in sources for t in targets]
+    _remove_node(diagram, side.id, rerouted, targets[0] if targets else None)
+
+
+def _merge_tables(diagram: Diagram) -> None:
+    """Embedding tables that only feed one sum of embeddings become lines of that sum.
+
+    Side by side, BERT's three tables (each a box with its class and size) were the widest row
+    of the drawing; one box listing them says the same in a third of the width.
+    """
+    feeds: dict[str, list[str]] = defaultdict(list)
+    for edge in diagram.edges:
+        feeds[edge.source].append(edge.target)
+    by_id = {n.id: n for n in diagram.nodes}
+    for total in [n for n in diagram.nodes if n.title == "sum of embeddings"]:
+        tables = [
+            by_id[e.source]
+            for e in diagram.edges
+            if e.target == total.id
+            and by_id[e.source].kind == "embedding"
+            and by_id[e.source].shape == "module"
+            and feeds[e.source] == [total.id]
+            and diagram.membership.get(e.source) == diagram.membership.get(total.id)
+        ]
+        if len(tables) < 2:
+            continue
+        lines = tuple(_table_line(table) for table in tables) + total.lines[-1:]
+        tooltip = "\n".join([total.tooltip, *(t.tooltip for t in tables)])
+        # A box, not an ellipse: an ellipse around several lines is twice as wide as their text.
+        _replace_node(diagram, replace(total, lines=lines, tooltip=tooltip, shape="module"))
+        for table in tables:
+            rerouted = [replace(e, target=total.id) for e in diagram.edges if e.target == table.id]
+            _remove_node(diagram, table.id, rerouted, total.id)
+
+
+def _table_line(table: Node) -> str:
+    """``word_embeddings 30522 × 768 · 23.4M params`` (or ``· tied to shared``) for one merged table."""
+    size = _TABLE_SIZE.search(table.lines[0]) if table.lines else None
+    parts = [table.title] + ([size.group(1)] if size else [])
+    params = table.lines[1] if len(table.lines) > 2 else ""
+    return " ".join(parts) + (f" · {params}" if params else "")
+
+
+def _place_io(diagram: Diagram) -> None:
+    """Inputs drawn in the innermost cluster holding every node that reads them; outputs at the bottom.
+
+    In no cluster, Graphviz gives each input a column beside the backbone; inside its readers'
+    cluster it sits just above them, in a column the drawing has anyway.
+    """
+    parents: dict[str | None, str | None] = {c.id: c.parent for c in diagram.clusters}
+    outputs = []
+    for node in diagram.nodes:
+        if node.shape != "io":
+            continue
+        readers = [e.target for e in diagram.edges if e.source == node.id]
+        if not readers:
+            outputs.append(node.id)
+            continue
+        chains = [_chain(diagram.membership.get(r), parents) for r in readers]
+        common = chains[0]
+        for chain in chains[1:]:
+            common = [c for c, other in zip(common, chain) if c == other]
+        if diagram.left_of and len(common) < 2:
+            # Not straight into an encoder-decoder's backbone: that changes which stack Graphviz
+            # places first. Read by both stacks (BART's attention_mask): in the last reader's stack.
+            common = chains[-1][:2]
+        if common and common[-1] is not None:
+            diagram.membership[node.id] = common[-1]
+    if outputs:
+        diagram.bottom = outputs
+
+
+def _chain(cluster: str | None, parents: dict[str | None, str | None]) -> list[str | None]:
+    """The clusters from the outermost down to ``cluster``."""
+    chain: list[str | None] = []
+    while cluster is not None:
+        chain.append(cluster)
+        cluster = parents.get(cluster)
+    return chain[::-1]
+
+
+def _lower_sources(diagram: Diagram) -> None:
+    """A node nothing feeds (DeBERTa's relative-position table, position ids) ranked below the data entering its column.
+
+    Graphviz puts such a node on the first rank, beside the embeddings, which widens the drawing
+    by a column; ranked below its reader's data input — or, when its reader has none, below the
+    first node outside its stack that feeds the stack — it sits in its own column.
+    """
+    fed = {e.target for e in diagram.edges}
+    io = {n.id for n in diagram.nodes if n.shape == "io"}
+    parents = {c.id: c.parent for c in diagram.clusters}
+    sources = [n.id for n in diagram.nodes if n.id not in fed and n.id not in io]
+    # Fed by inputs alone (DeBERTa's padding mask shaped for its encoder): placed by its stack's input.
+    for node in diagram.nodes:
+        feeding = {e.source for e in diagram.edges if e.target == node.id}
+        if node.id not in io and feeding and feeding <= io:
+            above = _feeding_from_outside(diagram, node.id, parents, fed)
+            if above:
+                diagram.below.append((above[0], node.id))
+    for source in sources:
+        readers = [e.target for e in diagram.edges if e.source == source]
+        inputs = [e.source for e in diagram.edges if e.target in readers and e.source in fed and e.style == "data"]
+        if not inputs:
+            inputs = _feeding_from_outside(diagram, source, parents, fed)
+        if inputs:
+            diagram.below.append((inputs[0], source))
+
+
+def _feeding_from_outside(
+    diagram: Diagram, node: str, parents: dict[str | None, str | None], fed: set[str]
+) -> list[str]:
+    """Computed nodes outside ``node``'s stack (its second-outermost cluster) with a data edge into it."""
+    chain = _chain(diagram.membership.get(node), parents)
+    if len(chain) < 2:
+        return []
+    stack = chain[1]
+
+    def inside(other: str) -> bool:
+        return stack in _chain(diagram.membership.get(other), parents)
+
+    return [
+        e.source
+        for e in diagram.edges
+        if e.style == "data" and e.source in fed and not inside(e.source) and inside(e.target)
+    ]
