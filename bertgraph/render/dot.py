@@ -230,7 +230,7 @@ def generate_lines(
             attrs["style"] = "dotted"
         elif edge.style == "cross":
             # Ranked like every edge: the decoder's cross-attention sits below the encoder's output.
-            attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border})
+            attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border, "weight": "0"})
         suffix = f" {_attrs(**attrs)}" if attrs else ""
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:
