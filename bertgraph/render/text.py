@@ -98,6 +98,10 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield title(summary)
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
     yield terminal_text(f"example input: {example}; shapes show these dims by name")
+    if summary.get("roles_inferred"):
+        yield "roles inferred from the module tree (transformers has this model type; bertgraph has no record of it)"
+    if "active" in summary:
+        yield active_line(summary)
     yield ""
     yield from _architecture_lines(summary.get("architecture", {}))
     if summary.get("kv_cache"):
@@ -124,6 +128,14 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield (
         f"total {figures.count(summary['total'])} parameters, "
         f"trainable {figures.count(summary['trainable'])}; rows inside a folded group count one instance"
+    )
+
+
+def active_line(summary: dict[str, Any]) -> str:
+    """``active per token: 12,879,925,248 of 46,702,792,704 parameters (2 of 8 experts per block)``."""
+    return (
+        f"active per token: {figures.count(summary['active'])} of {figures.count(summary['total'])} parameters "
+        f"({summary['experts_per_token']} of {summary['experts']} experts per block; router and shared experts always)"
     )
 
 
