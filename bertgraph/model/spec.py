@@ -374,8 +374,16 @@ def family_for(config: Mapping[str, Any], origin: Path) -> Family:
         raise ConfigError(
             f"{origin}: config has no model_type, so bertgraph cannot tell which model it is; add one of: {supported}"
         )
-    if not isinstance(model_type, str):
-        raise ConfigError(f"{origin}: model_type {model_type!r} is not supported; bertgraph draws: {supported}")
+    found = family_of(model_type) if isinstance(model_type, str) else None
+    if found is not None:
+        return found
+    from bertgraph.model.families.generic import known_type
+
+    if not isinstance(model_type, str) or not known_type(model_type):
+        raise ConfigError(
+            f"{origin}: model_type {model_type!r} is not supported; bertgraph draws: {supported}, "
+            "and the other text model types of the installed transformers"
+        )
     try:
         return any_family(model_type)
     except ConfigError as error:

@@ -70,6 +70,13 @@ SMALL: Mapping[str, Any] = {
     "shared_expert_intermediate_size": 128,
     "head_dim": 16,
     "d_kv": 16,
+    # Multi-head latent attention's sizes (DeepSeek) and a partial rotary size (GPT-J), within a 16-wide head.
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "kv_lora_rank": 32,
+    "q_lora_rank": 32,
+    "rotary_dim": 8,
     "vocab_size": 1000,
     "num_experts": 4,
     "num_local_experts": 4,
@@ -126,6 +133,13 @@ def auto_tables() -> dict[str, Mapping[str, str]]:
     }
 
 
+def known_type(model_type: str) -> bool:
+    """Whether the installed transformers has a config class for ``model_type``."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    return model_type in CONFIG_MAPPING_NAMES
+
+
 def config_class(model_type: str) -> Any:
     """The config class of a ``model_type``; an unknown type is a one-line error."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
@@ -165,23 +179,41 @@ def text_refusal(model_type: str) -> str | None:
     return None
 
 
-def small_config(model_type: str, **extra: Any) -> dict[str, Any]:
+# Fields a shallow shrink sets: depth and experts only, every width as the type's default
+# (for types whose widths are tied by rules small widths break: a rotary size, a head size).
+SHALLOW = frozenset(
+    SIZE_FIELDS["layers"]
+    + SIZE_FIELDS["decoder_layers"]
+    + SIZE_FIELDS["experts"]
+    + SIZE_FIELDS["experts_per_token"]
+    + ("n_group", "topk_group", "decoder_sparse_step", "use_cache")
+)
+# How far small_config shrinks: every size, or depth and experts only.
+LEVELS = ("small", "shallow")
+
+
+def small_config(model_type: str, level: str = "small", **extra: Any) -> dict[str, Any]:
     """A type's default config shrunk to a model small enough to build and run on a CPU.
 
-    Every field of :data:`SMALL` the config has is set; then generic repairs: sizes the
-    defaults leave ``None`` are filled, special token ids beyond the shrunk vocabulary are
-    cut back into it, ``use_cache`` is off in sub-configs, and per-layer lists follow the
-    layer count. ``extra`` fields win.
+    Every field of :data:`SMALL` the config has is set (at level ``shallow`` only those of
+    :data:`SHALLOW`); then generic repairs: sizes the defaults leave ``None`` are filled,
+    special token ids beyond the shrunk vocabulary are cut back into it, ``use_cache`` is
+    off in sub-configs, and per-layer lists follow the layer count. ``extra`` fields win.
     """
     cls = config_class(model_type)
     config = cls().to_dict()
     for name, value in SMALL.items():
-        if name in config:
+        if name in config and (level == "small" or name in SHALLOW):
             config[name] = value
     for name in _FIRST_DENSE:
         if isinstance(config.get(name), int):
             config[name] = 1
     _fill_none(config)
+    if level == "small" and isinstance(config.get("qk_head_dim"), int):
+        # Derived when the config is made, so to_dict() holds the default's sum: made again.
+        config["qk_head_dim"] = config["qk_nope_head_dim"] + config["qk_rope_head_dim"]
+    if level == "small" and "kv_lora_rank" in config and "num_key_value_heads" in config:
+        config["num_key_value_heads"] = config["num_attention_heads"]  # latent attention has no grouped heads
     config.update(extra)
     vocab = config.get("vocab_size")
     for name in _TOKEN_IDS:
@@ -239,15 +271,19 @@ def _generic_family(model_type: str) -> Family:
     import torch
 
     base = head_class(model_type, "base")
-    small = small_config(model_type)
-    try:
-        config = base.config_class(**{k: v for k, v in small.items() if k != "model_type"})
-        with torch.device("meta"):
-            model = base(config)
-    except Exception as error:
+    for level in LEVELS:
+        try:
+            small = small_config(model_type, level)
+            config = base.config_class(**{k: v for k, v in small.items() if k != "model_type"})
+            with torch.device("meta"):
+                model = base(config)
+            break
+        except Exception as error:  # the shallow shrink is tried next; its failure is reported
+            failure = error
+    else:
         raise ConfigError(
-            f"transformers cannot build {base.__name__} from its default config: {first_line(error)}"
-        ) from error
+            f"transformers cannot build {base.__name__} from its default config: {first_line(failure)}"
+        ) from failure
     values = config.to_dict()
     sizes = _sizes(values)
     stacks = _stacks(model, values, sizes)
