@@ -172,9 +172,18 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args()
     types = args.types.split(",") if args.types else text_types()
+    from bertgraph.errors import BertgraphError
+    from bertgraph.model.families.generic import text_refusal
+
     rows = []
     for model_type in types:
-        row = run_one(model_type, args.timeout)
+        try:
+            refusal = text_refusal(model_type)  # in this process: no model is built to decide it
+        except BertgraphError as error:
+            refusal = str(error)
+        row = {"model_type": model_type, "outcome": "not text", "reason": refusal}
+        if refusal is None:
+            row = run_one(model_type, args.timeout)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     with (args.out / "reach.csv").open("w", newline="") as stream:

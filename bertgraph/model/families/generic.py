@@ -108,6 +108,11 @@ NON_TEXT_INPUTS = (
     "states",
 )
 
+# Sub-configs of one text model's parts (DBRX's attention and feed-forward configs) are fine;
+# one for another modality (a vision tower, an audio encoder) makes a multimodal model.
+_TEXT_PART = re.compile(r"\w*(attn|attention|ffn|mlp|moe|encoder|decoder|text)_config")
+_OTHER_MODALITY = re.compile(r"vision|audio|speech|image|video|visual|vq|codec|acoustic|perceiver|qformer")
+
 # Role rules by class name (and, below, by attribute name) for modules inside a layer.
 _ATTENTION_CLASS = re.compile(r"Attention|Attn", re.I)
 _CROSS_NAME = re.compile(r"(encoder_attn|cross_attn\w*|crossattention|cross_attention|enc_dec_attention)$")
@@ -164,7 +169,8 @@ def text_refusal(model_type: str) -> str | None:
     if model_type not in auto_tables()["base"]:
         return f"transformers has no base model class for model_type {model_type!r}"
     subs = tuple(getattr(cls, "sub_configs", None) or ())
-    if subs:
+    other = sorted(name for name in subs if not _TEXT_PART.fullmatch(name))
+    if other and any(_OTHER_MODALITY.search(name) for name in subs):
         return f"model_type {model_type!r} combines sub-models ({', '.join(sorted(subs))}), not a text model"
     try:
         base = head_class(model_type, "base")
