@@ -59,6 +59,7 @@ def test_a_type_without_a_record_traces_exactly_and_draws_acyclic(model_type: st
     assert len(graph.graph[g.G_STACKS]) == (2 if spec.family.structure == "encoder-decoder" else 1)
     found = {entry.get(g.M_ROLE) for entry in graph.graph[g.G_MODULES].values()}
     assert {"embeddings", "stack", "layer", "self-attention", "feed-forward", "norm"} <= found
+    assert ("cross-attention" in found) == (spec.family.structure == "encoder-decoder")
     diagram = build_diagram(graph)
     layout = lay_out(diagram)
     assert cycles(diagram) == [] and upward_edges(layout) == []
