@@ -17,11 +17,10 @@ import pytest
 
 import bertgraph
 from bertgraph.errors import ConfigError
-from bertgraph.graph import stats
 from bertgraph.graph import schema as g
+from bertgraph.graph import stats
 from bertgraph.model.build import build_model
-from bertgraph.model.families import family_of
-from bertgraph.model.families import generic_presets
+from bertgraph.model.families import family_of, generic_presets
 from bertgraph.model.families.generic import small_config
 from bertgraph.model.spec import resolve
 from bertgraph.render import text
@@ -160,3 +159,14 @@ def test_small_config_repairs_what_shrinking_breaks() -> None:
     assert config["use_cache"] is False
     gemma = small_config("gemma2")
     assert len(gemma["layer_types"]) == gemma["num_hidden_layers"] == 2
+
+
+def test_the_readme_shows_what_params_prints_for_a_mixture_of_experts(capsys: pytest.CaptureFixture[str]) -> None:
+    from bertgraph.cli import main
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    command = "$ bertgraph params Mixtral-8x7B --head causal-lm"
+    shown = [line for line in readme.split(command, 1)[1].split("```", 1)[0].splitlines() if line not in ("", "...")]
+    assert main(command.split()[2:]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert shown and all(line in out for line in shown)

@@ -50,7 +50,12 @@ def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     rows = [[name, figures.count(n), figures.percent(n, total)] for name, n in stats["groups"].items()]
     rows.append(["total", figures.count(total), figures.percent(total, total)])
     rows.append(["trainable", figures.count(stats["trainable"]), figures.percent(stats["trainable"], total)])
+    if "active" in stats:
+        rows.append(["active per token", figures.count(stats["active"]), figures.percent(stats["active"], total)])
     yield from table(["Group", "Parameters", "Share"], rows, [False, True, True])
+    if "active" in stats:
+        yield ""
+        yield active_line(stats)
     yield ""
     yield f"{len(stats['parameters'])} parameter tensors"
 
