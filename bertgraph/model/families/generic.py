@@ -126,8 +126,8 @@ _POSITION_NAME = re.compile(r"(rotary\w*|\w*pos\w*|wpe)$")
 
 
 @functools.cache
-def auto_tables() -> dict[str, Mapping[str, str]]:
-    """transformers' auto tables: head name → ``model_type`` → class name."""
+def auto_tables() -> dict[str, Mapping[str, Any]]:
+    """transformers' auto tables: head name → ``model_type`` → class name (or names: the first is taken)."""
     from transformers.models.auto import modeling_auto as auto
 
     return {
