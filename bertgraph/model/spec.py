@@ -97,7 +97,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         if name.endswith(_PROBABILITY_SUFFIXES):
             fields.setdefault(name, Field("probability", nullable=True))
         elif name.endswith(_EPSILON_SUFFIXES):
-            fields.setdefault(name, Field("number"))
+            # A record's families always set their epsilon; a type read off transformers may leave it to the code.
+            fields.setdefault(name, Field("number", nullable=family.inferred))
     hidden, heads = family.sizes.get("hidden"), family.sizes.get("heads")
     divisible = []
     head_dim = family.head_dim

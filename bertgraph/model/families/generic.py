@@ -194,26 +194,34 @@ SHALLOW = frozenset(
     + SIZE_FIELDS["experts_per_token"]
     + ("n_group", "topk_group", "decoder_sparse_step", "use_cache")
 )
-# How far small_config shrinks: every size, or depth and experts only.
-LEVELS = ("small", "shallow")
+# How far small_config shrinks: every size, depth and experts only, or nothing (the type's default).
+LEVELS = ("small", "shallow", "default")
 
 
 def small_config(model_type: str, level: str = "small", **extra: Any) -> dict[str, Any]:
     """A type's default config shrunk to a model small enough to build and run on a CPU.
 
     Every field of :data:`SMALL` the config has is set (at level ``shallow`` only those of
-    :data:`SHALLOW`); then generic repairs: sizes the defaults leave ``None`` are filled,
+    :data:`SHALLOW`, at ``default`` only ``use_cache``), through the config class so that the
+    fields it derives follow; then generic repairs: sizes the defaults leave ``None`` are filled,
     special token ids beyond the shrunk vocabulary are cut back into it, ``use_cache`` is
     off in sub-configs, and per-layer lists follow the layer count. ``extra`` fields win.
     """
     cls = config_class(model_type)
-    config = cls().to_dict()
-    for name, value in SMALL.items():
-        if name in config and (level == "small" or name in SHALLOW):
-            config[name] = value
+    defaults = cls().to_dict()
+    wanted = {
+        name: value
+        for name, value in SMALL.items()
+        if name in defaults and (level == "small" or (level == "shallow" and name in SHALLOW) or name == "use_cache")
+    }
     for name in _FIRST_DENSE:
-        if isinstance(config.get(name), int):
-            config[name] = 1
+        if level != "default" and isinstance(defaults.get(name), int):
+            wanted[name] = 1
+    try:
+        # Made by the config class, so fields it derives (per-layer lists, a head size) follow the new sizes.
+        config = cls(**wanted).to_dict()
+    except Exception:  # a config class that refuses the sizes alone: set them over its defaults
+        config = {**defaults, **wanted}
     _fill_none(config)
     if level == "small" and isinstance(config.get("qk_head_dim"), int):
         # Derived when the config is made, so to_dict() holds the default's sum: made again.
@@ -293,8 +301,7 @@ def _generic_family(model_type: str) -> Family:
     values = config.to_dict()
     sizes = _sizes(values)
     stacks = _stacks(model, values, sizes)
-    if not stacks:
-        raise ConfigError(f"{base.__name__} has no layer list as long as its config's layer count")
+    # No layer list as long as a layer count (BLT's patcher and global model): traced whole, not grown.
     structure = _structure(model_type, config)
     heads = {"base": Head(base.__name__, LAST_HIDDEN, decoder_inputs=structure == ENCODER_DECODER)}
     for head in ("causal-lm", "seq2seq-lm", "masked-lm"):
