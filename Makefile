@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all system python node gallery test test-full bench mutate
+.PHONY: all system python node gallery test test-full bench mutate reach
 
 all: system python node gallery
 
@@ -40,6 +40,11 @@ test: python
 # structure and each family at least once).
 test-full: python
 	BERTGRAPH_FULL_MATRIX=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+# Every text model type of the pinned transformers through the generic record (built, traced, total exact,
+# drawn acyclic): benchmarks/reach.csv and reach.md. Each type in a process of its own; it takes a while.
+reach: python
+	PYTHONPATH=. $(BIN)/python benchmarks/reach.py
 
 # Side-by-side measurements against torchview, torchinfo and bare torch.export (not part of the tests).
 bench: python

@@ -142,6 +142,7 @@ G_VERSIONS = "versions"  # {"bertgraph": ..., "torch": ..., "transformers": ...}
 G_FAMILY = "family"  # "bert", "gpt2", "t5", … (bertgraph's family record)
 G_MODEL_TYPE = "model_type"  # the config's model_type ("xlm-roberta")
 G_STRUCTURE = "structure"  # "encoder-only", "decoder-only" or "encoder-decoder"
+G_ROLES_FROM = "roles_from"  # "module tree" when roles were inferred (no hand-written record); absent otherwise
 G_STACKS = "stacks"  # {layer-list path: "encoder" | "decoder"} ("bert.encoder.layer": "encoder")
 # Architecture facts read off the ops (graph/facts/); a stack path "" holds what is outside every stack.
 G_ATTENTION = "attention_kinds"  # {stack path: {attention label: count}} ({"layers": {"sliding-window(64)": 14, …}})

@@ -75,12 +75,13 @@ def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
     root_own = sum(int(r["numel"]) for r in rows if not display_levels(r["module"], backbone))
     if root_own:
         groups["(model)"] = root_own
-    return {
+    found = {
         "model": graph.graph.get(g.G_NAME, ""),
         "head": graph.graph.get(g.G_HEAD, ""),
         "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
         "total": sum(int(r["numel"]) for r in rows),
         "trainable": sum(int(r["numel"]) for r in rows if r.get("trainable", True)),
+        **_moe_keys(graph),
         "groups": groups,
         "parameters": [
             {
@@ -92,6 +93,15 @@ def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
             for r in rows
         ],
     }
+    return found
+
+
+def _moe_keys(graph: nx.DiGraph) -> dict[str, Any]:
+    """``active``, ``experts``, ``experts_per_token`` of a mixture-of-experts model; none otherwise."""
+    from bertgraph.graph.moe import active_parameters
+
+    found = active_parameters(graph)
+    return {} if found is None else {key: found[key] for key in ("active", "experts", "experts_per_token")}
 
 
 # --- the module tree ---------------------------------------------------------------------------
@@ -215,6 +225,8 @@ def summary(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> d
         "model_class": graph.graph.get(g.G_MODEL_CLASS, ""),
         "total": totals["total"],
         "trainable": totals["trainable"],
+        **{key: totals[key] for key in ("active", "experts", "experts_per_token") if key in totals},
+        **({"roles_inferred": True} if graph.graph.get(g.G_ROLES_FROM) else {}),
         "example": dict(graph.graph.get(g.G_EXAMPLE, {})),
         "rows": summary_rows(graph, depth=depth, fold=fold),
         "architecture": architecture(graph),

@@ -11,15 +11,17 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from bertgraph.model.families import all_hub_ids, all_presets
+from bertgraph.model.families import all_hub_ids, all_presets, generic_presets
 
 PRESETS: dict[str, dict[str, Any]] = all_presets()
+# Presets of model types without a record (their family is read off transformers when resolved).
+GENERIC_PRESETS: dict[str, dict[str, Any]] = dict(generic_presets.PRESETS)
 
 # Hub ids people type for the same checkpoints.
-ALIASES: dict[str, str] = all_hub_ids()
+ALIASES: dict[str, str] = {**all_hub_ids(), **generic_presets.HUB_IDS}
 
 # Names are matched without regard to case (``tinyllama-1.1b`` is ``TinyLlama-1.1B``).
-_FOLDED: dict[str, str] = {name.lower(): name for name in (*PRESETS, *ALIASES)}
+_FOLDED: dict[str, str] = {name.lower(): name for name in (*PRESETS, *GENERIC_PRESETS, *ALIASES)}
 
 
 def canonical_name(name: str) -> str:
@@ -40,7 +42,8 @@ def preset_config(name: str) -> dict[str, Any] | None:
     >>> preset_config("gpt-j") is None
     True
     """
-    config = PRESETS.get(canonical_name(name))
+    name = canonical_name(name)
+    config = PRESETS.get(name) or GENERIC_PRESETS.get(name)
     return dict(config) if config is not None else None
 
 
@@ -51,6 +54,6 @@ def closest_presets(name: str, count: int = 3) -> list[str]:
     'bert-base-uncased'
     """
     lowered = name.lower().split("/")[-1]
-    folded = {preset.lower(): preset for preset in PRESETS}
+    folded = {preset.lower(): preset for preset in (*PRESETS, *GENERIC_PRESETS)}
     matches = difflib.get_close_matches(lowered, list(folded), n=count, cutoff=0.4)
     return [folded[match] for match in matches] or ["bert-base-uncased", "bert-tiny"]

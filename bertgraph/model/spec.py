@@ -63,7 +63,7 @@ _COMMON_FIELDS: dict[str, Field] = {
 _PROBABILITY_SUFFIXES = ("dropout", "dropout_prob", "dropout_rate", "_pdrop")
 _EPSILON_SUFFIXES = ("_eps", "epsilon")
 # Sizes that may be zero (DeBERTa-v3 has no token types) and sizes that count layers.
-_MAY_BE_ZERO = frozenset({"type_vocab"})
+_MAY_BE_ZERO = frozenset({"type_vocab", "experts", "experts_per_token"})
 _LAYER_SIZES = frozenset({"layers", "decoder_layers"})
 
 
@@ -97,15 +97,18 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         if name.endswith(_PROBABILITY_SUFFIXES):
             fields.setdefault(name, Field("probability", nullable=True))
         elif name.endswith(_EPSILON_SUFFIXES):
-            fields.setdefault(name, Field("number"))
-    hidden, heads = family.sizes["hidden"], family.sizes["heads"]
+            # A record's families always set their epsilon; a type read off transformers may leave it to the code.
+            fields.setdefault(name, Field("number", nullable=family.inferred))
+    hidden, heads = family.sizes.get("hidden"), family.sizes.get("heads")
     divisible = []
     head_dim = family.head_dim
-    if head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None):
+    no_head_dim = head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None)
+    if hidden and heads and no_head_dim:
         divisible.append((hidden, heads))
-    if "kv_heads" in family.sizes:
+    if heads and "kv_heads" in family.sizes:
         divisible.append((heads, family.sizes["kv_heads"]))
-    return ConfigRules(fields=fields, divisible=tuple(divisible), below=(("pad_token_id", family.sizes["vocab"]),))
+    vocab = family.sizes.get("vocab")
+    return ConfigRules(fields=fields, divisible=tuple(divisible), below=(("pad_token_id", vocab),) if vocab else ())
 
 
 BERT_RULES = rules_for(BY_NAME["bert"], "bert", {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})
@@ -162,10 +165,7 @@ class ModelSpec:
 
     @property
     def family(self) -> Family:
-        found = family_of(str(self.config.get("model_type")))
-        if found is None:  # resolve() never makes such a spec
-            raise ConfigError(f"{self.name}: unsupported model_type {self.config.get('model_type')!r}")
-        return found
+        return any_family(str(self.config.get("model_type")))
 
     @property
     def model_type(self) -> str:
@@ -375,10 +375,31 @@ def family_for(config: Mapping[str, Any], origin: Path) -> Family:
         raise ConfigError(
             f"{origin}: config has no model_type, so bertgraph cannot tell which model it is; add one of: {supported}"
         )
-    family = family_of(model_type) if isinstance(model_type, str) else None
-    if family is None:
-        raise ConfigError(f"{origin}: model_type {model_type!r} is not supported; bertgraph draws: {supported}")
-    return family
+    found = family_of(model_type) if isinstance(model_type, str) else None
+    if found is not None:
+        return found
+    from bertgraph.model.families.generic import known_type
+
+    if not isinstance(model_type, str) or not known_type(model_type):
+        raise ConfigError(
+            f"{origin}: model_type {model_type!r} is not supported; bertgraph draws: {supported}, "
+            "and the other text model types of the installed transformers"
+        )
+    try:
+        return any_family(model_type)
+    except ConfigError as error:
+        raise ConfigError(f"{origin}: {error}") from error
+
+
+def any_family(model_type: str) -> Family:
+    """A hand-written record, or for another transformers text type the record read off its
+    module tree (:mod:`bertgraph.model.families.generic`, which imports torch and transformers)."""
+    found = family_of(model_type)
+    if found is not None:
+        return found
+    from bertgraph.model.families.generic import generic_family
+
+    return generic_family(model_type)
 
 
 def _flag(option: str) -> str:

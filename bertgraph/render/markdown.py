@@ -81,6 +81,12 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
     yield f"Example input {md(example)}; shapes name these dimensions. Rows inside a folded group count one instance."
     yield ""
+    if summary.get("roles_inferred"):
+        yield "Roles inferred from the module tree (bertgraph has no record of this model type)."
+        yield ""
+    if "active" in summary:
+        yield md(text.active_line(summary)) + "."
+        yield ""
     yield from generate_architecture(summary.get("architecture", {}))
     if summary.get("kv_cache"):
         yield md(text.kv_cache_line(summary["kv_cache"])) + "."

@@ -50,7 +50,12 @@ def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     rows = [[name, figures.count(n), figures.percent(n, total)] for name, n in stats["groups"].items()]
     rows.append(["total", figures.count(total), figures.percent(total, total)])
     rows.append(["trainable", figures.count(stats["trainable"]), figures.percent(stats["trainable"], total)])
+    if "active" in stats:
+        rows.append(["active per token", figures.count(stats["active"]), figures.percent(stats["active"], total)])
     yield from table(["Group", "Parameters", "Share"], rows, [False, True, True])
+    if "active" in stats:
+        yield ""
+        yield active_line(stats)
     yield ""
     yield f"{len(stats['parameters'])} parameter tensors"
 
@@ -98,6 +103,10 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield title(summary)
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
     yield terminal_text(f"example input: {example}; shapes show these dims by name")
+    if summary.get("roles_inferred"):
+        yield "roles inferred from the module tree (transformers has this model type; bertgraph has no record of it)"
+    if "active" in summary:
+        yield active_line(summary)
     yield ""
     yield from _architecture_lines(summary.get("architecture", {}))
     if summary.get("kv_cache"):
@@ -124,6 +133,14 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield (
         f"total {figures.count(summary['total'])} parameters, "
         f"trainable {figures.count(summary['trainable'])}; rows inside a folded group count one instance"
+    )
+
+
+def active_line(summary: dict[str, Any]) -> str:
+    """``active per token: 12,879,925,248 of 46,702,792,704 parameters (2 of 8 experts per block)``."""
+    return (
+        f"active per token: {figures.count(summary['active'])} of {figures.count(summary['total'])} parameters "
+        f"({summary['experts_per_token']} of {summary['experts']} experts per block; router and shared experts always)"
     )
 
 

@@ -585,7 +585,10 @@ def _graph_attributes(model: torch.nn.Module, spec: ModelSpec, weights: str, tie
         container = f"{backbone}.{stack.path}" if backbone else stack.path
         if container in modules:
             stacks[container] = stack.kind
+    # Only a record read off the module tree says so: other graphs keep exactly their keys.
+    inferred = {g.G_ROLES_FROM: "module tree"} if family.inferred else {}
     return {
+        **inferred,
         g.G_NAME: spec.name,
         g.G_MODEL_CLASS: type(model).__name__,
         g.G_HEAD: spec.head,

@@ -22,6 +22,7 @@ import networkx as nx
 
 from bertgraph.graph import schema as g
 from bertgraph.graph.facts.walk import INDEX_DTYPES, argument, literal, op, operators, stack_key, stack_of
+from bertgraph.model.families.record import FEED_FORWARD
 
 ATTENTION_OPS = ("scaled_dot_product_attention", "softmax")
 SDPA_MASK = 3  # scaled_dot_product_attention(query, key, value, attn_mask)
@@ -39,6 +40,19 @@ KEY_PATH_OPS = frozenset(
 )
 
 
+def attention_operators(graph: nx.DiGraph) -> list[str]:
+    """The attention ops in execution order: a softmax inside a feed-forward module is a
+    mixture-of-experts router choosing experts, not attention."""
+    modules = graph.graph.get(g.G_MODULES, {})
+    found = []
+    for node in operators(graph, ATTENTION_OPS):
+        entry = modules.get(str(graph.nodes[node].get(g.MODULE, "")), {})
+        if op(graph, node) == "softmax" and isinstance(entry, dict) and entry.get(g.M_ROLE) == FEED_FORWARD:
+            continue
+        found.append(node)
+    return found
+
+
 def annotate_attention(graph: nx.DiGraph) -> dict[str, dict[str, int]]:
     """Write the attention facts on every attention op and its module; summarise per stack.
 
@@ -46,7 +60,7 @@ def annotate_attention(graph: nx.DiGraph) -> dict[str, dict[str, int]]:
     """
     modules = graph.graph.get(g.G_MODULES, {})
     counts: dict[str, Counter[str]] = {}
-    for node in operators(graph, ATTENTION_OPS):
+    for node in attention_operators(graph):
         facts = attention_facts(graph, node)
         data = graph.nodes[node]
         data.update(facts)

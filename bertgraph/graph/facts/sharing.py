@@ -14,8 +14,7 @@ from __future__ import annotations
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.facts.attention import ATTENTION_OPS
-from bertgraph.graph.facts.walk import operators
+from bertgraph.graph.facts.attention import attention_operators
 
 
 def annotate_sharing(graph: nx.DiGraph) -> dict[str, int]:
@@ -35,7 +34,7 @@ def shared_layers(graph: nx.DiGraph) -> dict[str, int]:
     """``{layer path: calls}`` for every layer that runs more than once, read off the ops alone
     (the graph is not changed: views of a graph stored without this record ask here too)."""
     calls = module_calls(graph)
-    attention = {str(graph.nodes[n].get(g.MODULE, "")) for n in operators(graph, ATTENTION_OPS)}
+    attention = {str(graph.nodes[n].get(g.MODULE, "")) for n in attention_operators(graph)}
     shared: dict[str, int] = {}
     for module, count in sorted(calls.items()):
         if count < 2:

@@ -7,8 +7,8 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.facts.attention import ATTENTION_OPS
-from bertgraph.graph.facts.walk import operators, stack_key
+from bertgraph.graph.facts.attention import attention_operators
+from bertgraph.graph.facts.walk import stack_key
 
 
 def architecture(graph: nx.DiGraph) -> dict[str, Any]:
@@ -19,7 +19,7 @@ def architecture(graph: nx.DiGraph) -> dict[str, Any]:
     stack_kinds = graph.graph.get(g.G_STACKS, {})
     masks: dict[str, set[str]] = {}
     heads: dict[str, set[tuple[int, int]]] = {}
-    for node in operators(graph, ATTENTION_OPS):
+    for node in attention_operators(graph):
         data = graph.nodes[node]
         stack = stack_key(graph, str(data.get(g.MODULE, "")))
         if isinstance(data.get(g.PADDING_MASK), str):

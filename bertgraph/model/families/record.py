@@ -179,6 +179,8 @@ class Family:
         positions_after: the config field after whose value learned positions start
             (RoBERTa's ``pad_token_id``: positions count from ``pad_token_id + 1``, so
             roberta-base uses 512 of its 514); ``None``: they start at 0.
+        inferred: the record was read off transformers' module tree
+            (:mod:`bertgraph.model.families.generic`), not written by hand.
     """
 
     name: str
@@ -201,6 +203,7 @@ class Family:
     uses: str = ""
     fields: Mapping[str, Field] = field(default_factory=dict)
     positions_after: str | None = None
+    inferred: bool = False
 
     # --- classes ------------------------------------------------------------------------------
     def class_name(self, model_type: str, head: str) -> str:

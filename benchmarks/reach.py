@@ -1,0 +1,198 @@
+"""Every text model type of the installed transformers, through bertgraph's generic path.
+
+For each ``model_type`` without a hand-written record: refused (with its one-line reason), or
+built from its shrunk default config (``generic.small_config``), traced, its parameter total
+held to ``sum(p.numel())`` of the unique parameters of the model built on meta, and its
+default diagram laid out by the real ``dot -Tjson`` and read back: the drawn graph must be
+acyclic. Mixture-of-experts types also record their active parameters per token. Each type
+runs in a process of its own (a crash or a hang costs one row), at most ``--timeout`` seconds.
+
+    make reach            # writes benchmarks/reach.csv and benchmarks/reach.md
+    PYTHONPATH=. .venv/bin/python benchmarks/reach.py --types mistral,mixtral
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import networkx as nx
+
+FIELDS = (
+    "model_type",
+    "outcome",
+    "level",
+    "reason",
+    "traced_total",
+    "model_total",
+    "total_exact",
+    "drawing_acyclic",
+    "drawn_nodes",
+    "experts",
+    "experts_per_token",
+    "active",
+    "seconds",
+)
+HERE = Path(__file__).resolve().parent
+
+
+def check_type(model_type: str, folder: Path) -> dict[str, Any]:
+    """One row: is the type refused (why), or traced with an exact total and an acyclic drawing?"""
+    from bertgraph.errors import BertgraphError, first_line
+    from bertgraph.model.families.generic import LEVELS, small_config, text_refusal
+
+    started = time.perf_counter()
+    row: dict[str, Any] = {"model_type": model_type}
+    try:
+        refusal = text_refusal(model_type)
+        if refusal is not None:
+            return {**row, "outcome": "not text", "reason": refusal}
+        for level in LEVELS:
+            (folder / "config.json").write_text(json.dumps(small_config(model_type, level), default=str))
+            try:
+                row.update(_traced(folder), level=level)
+                break
+            except BertgraphError:  # a shallower shrink keeps the type's own widths
+                if level == LEVELS[-1]:
+                    raise
+                continue
+        row["outcome"] = "traced" if row["total_exact"] and row["drawing_acyclic"] else "wrong"
+    except BertgraphError as error:
+        row.update(outcome="refused", reason=first_line(error))
+    except Exception as error:  # what the generic path does not yet turn into a one-line reason
+        row.update(outcome="failed", reason=f"{type(error).__name__}: {first_line(error)}"[:300])
+    row["seconds"] = round(time.perf_counter() - started, 2)
+    return row
+
+
+def _traced(folder: Path) -> dict[str, Any]:
+    import bertgraph
+    from bertgraph.graph import stats
+    from bertgraph.model.build import build_model
+    from bertgraph.model.spec import resolve
+    from bertgraph.render.diagram import build_diagram
+    from tests.layout import lay_out
+
+    spec = resolve(str(folder))
+    model_total = sum(p.numel() for p in build_model(spec).parameters())  # parameters() yields each tensor once
+    graph = bertgraph.trace(str(folder), cache=False).graph
+    params = stats.parameter_stats(graph)
+    layout = lay_out(build_diagram(graph))
+    drawn = nx.DiGraph([(source, target) for source, target, _ in layout.edges])
+    return {
+        "traced_total": params["total"],
+        "model_total": model_total,
+        "total_exact": params["total"] == model_total,
+        "drawing_acyclic": nx.is_directed_acyclic_graph(drawn),
+        "drawn_nodes": len(layout.centres),
+        "experts": params.get("experts", ""),
+        "experts_per_token": params.get("experts_per_token", ""),
+        "active": params.get("active", ""),
+        "reason": "",
+    }
+
+
+def text_types() -> list[str]:
+    """Every ``model_type`` of the installed transformers with a base class and no hand-written record."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    from bertgraph.model.families import family_of
+
+    return sorted(t for t in MODEL_MAPPING_NAMES if family_of(t) is None)
+
+
+def run_one(model_type: str, timeout: float) -> dict[str, Any]:
+    """:func:`check_type` in a fresh process, so one type's crash, memory or hang stays its own."""
+    code = (
+        "import json, sys, tempfile, pathlib; sys.path.insert(0, sys.argv[2]); "
+        "from benchmarks.reach import check_type; "
+        "print(json.dumps(check_type(sys.argv[1], pathlib.Path(tempfile.mkdtemp()))))"
+    )
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, model_type, str(HERE.parent)], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"model_type": model_type, "outcome": "failed", "reason": f"no answer within {timeout:g} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        return {
+            "model_type": model_type,
+            "outcome": "failed",
+            "reason": f"exit {done.returncode}: {tail}",
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+    return json.loads(lines[-1])
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    traced = [r for r in rows if r["outcome"] == "traced"]
+    moe = [r for r in traced if r.get("experts")]
+    counts = {outcome: sum(1 for r in rows if r["outcome"] == outcome) for outcome in ("traced", "wrong", "refused")}
+    text = {r["model_type"] for r in rows if r["outcome"] != "not text"}
+    lines = [
+        "# Reach: every text model type of the installed transformers",
+        "",
+        f"model types without a record: {len(rows)} · text models: {len(text)} · traced with an exact total and "
+        f"an acyclic drawing: {counts['traced']} · wrong: {counts['wrong']} · refused with a reason: "
+        f"{counts['refused']} · failed: {sum(1 for r in rows if r['outcome'] == 'failed')} · "
+        f"mixture of experts among the traced: {len(moe)}",
+        "",
+        "Made by `make reach` (`benchmarks/reach.py`); the rows are in `benchmarks/reach.csv`.",
+        "",
+        "| model_type | outcome | parameters (shrunk config) | active per token | seconds | reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["outcome"] == "not text":
+            continue
+        total = f"{r['traced_total']:,}" if isinstance(r.get("traced_total"), int) else ""
+        active = f"{r['active']:,} ({r['experts_per_token']} of {r['experts']})" if r.get("experts") else ""
+        reason = str(r.get("reason", "")).replace("|", "\\|")
+        lines.append(f"| {r['model_type']} | {r['outcome']} | {total} | {active} | {r.get('seconds', '')} | {reason} |")
+    lines += ["", "Not text models (refused before building):", ""]
+    lines += [f"- {r['model_type']}: {r['reason']}" for r in rows if r["outcome"] == "not text"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--types", help="comma-separated model types (default: every one)")
+    parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument("--out", type=Path, default=HERE)
+    args = parser.parse_args()
+    types = args.types.split(",") if args.types else text_types()
+    from bertgraph.errors import BertgraphError
+    from bertgraph.model.families.generic import text_refusal
+
+    rows = []
+    for model_type in types:
+        try:
+            refusal = text_refusal(model_type)  # in this process: no model is built to decide it
+        except BertgraphError as error:
+            refusal = str(error)
+        row = {"model_type": model_type, "outcome": "not text", "reason": refusal}
+        if refusal is None:
+            row = run_one(model_type, args.timeout)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    with (args.out / "reach.csv").open("w", newline="") as stream:
+        writer = csv.DictWriter(stream, FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    (args.out / "reach.md").write_text(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
