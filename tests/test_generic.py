@@ -170,3 +170,46 @@ def test_the_readme_shows_what_params_prints_for_a_mixture_of_experts(capsys: py
     assert main(command.split()[2:]) == 0
     out = capsys.readouterr().out.splitlines()
     assert shown and all(line in out for line in shown)
+
+
+@pytest.mark.parametrize("model_type", ("mixtral", "qwen3_moe"))
+def test_moe_flops_are_the_experts_a_token_runs_as_a_real_forward_counts(model_type: str, tmp_path: Path) -> None:
+    """Matmul FLOPs against FlopCounterMode on a forward whose experts run eagerly (each on the tokens
+    routed to it; the grouped kernel hides its products from the counter), at two sizes; the dense
+    count is every expert on every token; the diagram's block says how many experts a token runs."""
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from bertgraph.graph import cost, moe
+
+    folder = small_folder(model_type, tmp_path)
+    graph = bertgraph.trace(folder, cache=False, attention="eager").graph
+    config = dict(small_config(model_type))
+    kind = config.pop("model_type")
+    built = transformers.AutoConfig.for_model(kind, **config, attn_implementation="eager", experts_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(built).eval()
+    sizes = [{"batch": 1, "seq": 16}, {"batch": 2, "seq": 9}]
+    report = cost.cost_report(graph, sizes)
+    found = moe.active_parameters(graph)
+    assert found is not None
+    for index, size in enumerate(sizes):
+        ids = torch.randint(0, built.vocab_size, (size["batch"], size["seq"]))
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(input_ids=ids)
+        assert report["total"]["matmul_flops"]["values"][index] == counter.get_total_flops()
+    per_token = {"batch": 1, "seq": 1}
+    grouped = sum(
+        cost.evaluate(cost.node_poly(d, g.MATMUL_FLOPS), per_token)
+        for _, d in graph.nodes(data=True)
+        if str(d.get(g.TARGET, "")).startswith(moe.GROUPED_PRODUCTS)
+    )
+    assert grouped > 0
+    dense = report["total"]["all_experts_matmul_flops"]["values"]
+    active = report["total"]["matmul_flops"]["values"]
+    scale = found["experts"] // found["experts_per_token"] - 1
+    assert [d - a for d, a in zip(dense, active)] == [grouped * scale * s["batch"] * s["seq"] for s in sizes]
+    line = f"{found['experts']} experts, {found['experts_per_token']} active per token"
+    assert line in bertgraph.Architecture(graph).to_dot(depth=2)
+    assert "every expert" in "\n".join(text.generate_cost(report))

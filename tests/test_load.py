@@ -135,7 +135,12 @@ def test_unknown_model_names_closest_presets() -> None:
             "hidden_size 100 is not a multiple of",
         ),
         ('{"hidden_size": 768}', "config has no model_type.*add one of: bert, roberta, xlm-roberta"),
-        ('{"model_type": "gptj"}', "model_type 'gptj' is not supported; bertgraph draws: bert, roberta, .*, bart$"),
+        # gptj is a transformers text type (drawn through the generic record); gptx is none
+        (
+            '{"model_type": "gptx"}',
+            "model_type 'gptx' is not supported; bertgraph draws: bert, roberta, .*, bart, and the other text model "
+            "types of the installed transformers$",
+        ),
         ('{"model_type": "bert", "num_labels": -1}', "field 'num_labels' must be a positive integer"),
         (
             '{"model_type": "bert", "hidden_dropout_prob": "x"}',

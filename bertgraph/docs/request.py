@@ -23,7 +23,6 @@ MAX_DEPTH = 4
 SIZE_OPTIONS = ("layers", "hidden", "heads", "intermediate", "vocab", "num-labels")
 OPTIONS = (
     "model",
-    "figure",
     "head",
     "depth",
     "format",
@@ -35,6 +34,7 @@ OPTIONS = (
     *SIZE_OPTIONS,
     "seq-len",
     "batch",
+    "figure",
 )
 
 

@@ -360,12 +360,14 @@ def from_onnx(graph: nx.DiGraph) -> bool:
     return graph.graph.get(g.G_SOURCE) == "onnx"
 DECODE_FLOPS = "decode_flops_per_token"
 MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
+# A mixture of experts' matmul FLOPs were every routed expert to run (the totals count the k a token runs).
+ALL_EXPERTS_FLOPS = "all_experts_matmul_flops"
 
 
 def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], list[str]]:
     """Mask-aware attention FLOPs, and for a decoder its KV cache in ``dtype`` and one decode step's
     matmul FLOPs; with a note for each figure the graph cannot give (then it is left out, never guessed)."""
-    from bertgraph.graph import generation, masked
+    from bertgraph.graph import generation, masked, moe
 
     found: dict[str, Poly] = {}
     notes: list[str] = []
@@ -378,6 +380,9 @@ def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], lis
         found[MASKED_ATTENTION_FLOPS] = masked.masked_attention_flops(graph)
     except CostError as error:
         notes.append(f"no mask-aware attention FLOPs: {error}")
+    dense = moe.all_experts_matmul_flops(graph, model_totals(graph)[g.MATMUL_FLOPS])
+    if dense is not None:  # a mixture of experts: the matmul FLOPs above are the experts a token runs
+        found[ALL_EXPERTS_FLOPS] = dense
     if generation.is_generative(graph):
         try:
             found[KV_CACHE] = generation.kv_cache_bytes(graph, dtype)

@@ -5,7 +5,8 @@ order (parameters included), the output shape and dtype, each dimension a
 :class:`~bertgraph.graph.poly.Poly` — and returns :class:`Flops`, two polynomials kept apart:
 
 **matmul FLOPs** count 2 per multiply-add of the matrix products (``linear``, ``matmul``,
-``mm``/``addmm``/``bmm``/``baddbmm``, scaled dot-product attention's QKᵀ and AV,
+``mm``/``addmm``/``bmm``/``baddbmm``, scaled dot-product attention's QKᵀ and AV, a mixture of
+experts' grouped products (the rows each expert is routed, so the active experts' FLOPs),
 convolutions), exactly as :class:`torch.utils.flop_counter.FlopCounterMode` counts them:
 biases, scaling and masking are not matmul FLOPs. One deliberate difference: a
 matrix–vector or vector–vector ``matmul`` counts 2·n·k here, where FlopCounterMode has no
@@ -93,6 +94,8 @@ MATRIX_PRODUCTS = frozenset(
         "aten.addmm",
         "aten.bmm",
         "aten.baddbmm",
+        "aten._grouped_mm",
+        "transformers.grouped_mm_fallback",
         "aten.scaled_dot_product_attention",
         "aten.conv1d",
         "aten.conv2d",
@@ -203,6 +206,14 @@ def _addmm(call: Call) -> Flops:
 def _bmm(call: Call) -> Flops:
     a, b = call.inputs[0], call.inputs[1]
     return Flops(2 * a[0] * a[1] * a[2] * b[2], ZERO)
+
+
+@formula("aten._grouped_mm", "transformers.grouped_mm_fallback")
+def _grouped_mm(call: Call) -> Flops:
+    """A mixture of experts' grouped product: each routed row (a token, once per expert it is sent to)
+    through its own expert's matrix, so 2 per multiply-add of the experts a token runs, not of all."""
+    x, out = call.inputs[0], call.out
+    return Flops(2 * numel(x[:-1]) * x[-1] * out[-1], ZERO)
 
 
 @formula("aten.baddbmm")

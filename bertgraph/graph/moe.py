@@ -65,3 +65,45 @@ def active_parameters(graph: nx.DiGraph) -> dict[str, Any] | None:
         "experts_per_token": per_token,
         "expert_parameters": in_experts,
     }
+
+
+GROUPED_PRODUCTS = ("aten._grouped_mm", "transformers.grouped_mm_fallback")
+
+
+def all_experts_matmul_flops(graph: nx.DiGraph, matmul: Any) -> Any:
+    """The matmul FLOPs were every routed expert to run for every token (a dense count beside the
+    active one): the grouped products' FLOPs, which count the k experts a token is sent to, scaled
+    to all N. None without experts or grouped products."""
+    from bertgraph.graph.cost import node_poly
+    from bertgraph.graph.formulas import op_key
+    from bertgraph.graph.poly import Poly, total
+
+    found = active_parameters(graph)
+    if found is None:
+        return None
+    grouped = total(
+        node_poly(data, g.MATMUL_FLOPS)
+        for _, data in graph.nodes(data=True)
+        if op_key(str(data.get(g.TARGET, ""))) in GROUPED_PRODUCTS
+    )
+    experts, per_token = found["experts"], found["experts_per_token"]
+    if not grouped or any(coefficient * experts % per_token for _, coefficient in grouped.terms()):
+        return None
+    return matmul - grouped + Poly({m: c * experts // per_token for m, c in grouped.terms()})
+
+
+def expert_modules(graph: nx.DiGraph) -> set[str]:
+    """The modules holding a block's routed experts: the one with fused expert tensors, or the list
+    ``experts`` whose items are the experts."""
+    found = set()
+    for name in expert_parameters(graph):
+        module = next((str(r["module"]) for r in g.parameter_rows(graph) if r["name"] == name), "")
+        listed = _EXPERT_LIST.search(module)
+        found.add(module[: listed.start() + len(listed.group(0).rstrip(".").rsplit(".", 1)[0])] if listed else module)
+    return found
+
+
+def experts_line(graph: nx.DiGraph) -> str:
+    """``8 experts, 2 active per token`` for a mixture of experts, else ``""``."""
+    found = active_parameters(graph)
+    return f"{found['experts']} experts, {found['experts_per_token']} active per token" if found else ""

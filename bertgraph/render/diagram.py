@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.graph import roles, stats
+from bertgraph.graph import moe, roles, stats
 from bertgraph.graph import schema as g
 from bertgraph.graph.views import LAYOUT_OPS, OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import figures, style
@@ -268,12 +268,20 @@ class _Labeller:
         self.family = str(graph.graph.get(g.G_FAMILY, ""))
         self.shared = roles.shared_modules(graph)
         self.attention: dict[str, list[str]] = {}
+        # a mixture of experts: each block holding routed experts says how many and how many a token runs
+        self.experts_line = moe.experts_line(graph)
+        self.expert_modules = moe.expert_modules(graph) if self.experts_line else set()
 
     def adds_embeddings(self, node_id: str) -> bool:
         """Whether every input of a view node comes from an embedding table."""
         sources = [self.shown.nodes[s].get(g.MODULE, "") for s in self.shown.predecessors(node_id)]
         kinds = {roles.role_of(self.graph, source) for source in sources}
         return len(sources) > 1 and kinds <= {roles.EMBEDDINGS, roles.POSITION}
+
+    def holds_experts(self, module: str) -> bool:
+        """Whether ``module`` is, or contains, a block's routed experts."""
+        path = lookup_path(module)
+        return any(m == path or m.startswith(path + ".") or not path for m in self.expert_modules)
 
     def attention_of(self, module: str) -> list[str]:
         """Attention kinds at or below ``module`` (memoised: the module table is walked once per path)."""
@@ -410,6 +418,8 @@ class _Labeller:
         if period:
             module_lines.insert(1, f"a pattern of {period[0]} layers, repeated")
         module_lines += [attention] if attention else []
+        if self.holds_experts(module):
+            module_lines.append(self.experts_line)
         tooltip = f"{display_name(module, self.backbone) or 'model'}" + (f" ({module_type})" if module_type else "")
         if calls > 1:
             tooltip += f"\none module run {calls} times: its parameters are counted once"

@@ -220,6 +220,8 @@ def cost_totals(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     planning = [
         # what a kernel skipping masked pairs needs: not FlopCounterMode's count
         ("  attention, allowed pairs", "attention_matmul_flops_masked", 3),
+        # a mixture of experts: the matmul FLOPs count the experts a token runs; this, all of them
+        ("matmul FLOPs, every expert", "all_experts_matmul_flops", 1),
         (f"KV cache (bytes, {dtype})", "kv_cache_bytes", None),
         ("decode step matmul FLOPs", "decode_flops_per_token", None),
     ]
