@@ -237,7 +237,13 @@ def trace(
             ``num_labels``.
     """
     spec = resolve(
-        model, head, overrides=overrides, batch=batch, seq_len=seq_len, allow_pickle=allow_pickle, attention=attention,
+        model,
+        head,
+        overrides=overrides,
+        batch=batch,
+        seq_len=seq_len,
+        allow_pickle=allow_pickle,
+        attention=attention,
         dtype=dtype,
     )
     return load(spec, use_cache=cache)

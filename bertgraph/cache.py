@@ -135,7 +135,6 @@ def key(spec: ModelSpec, kind: str = "trace") -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-
 # Temporary entries of earlier bertgraph versions (``tmpXXXXXXXX.tmp``, ``.entry.XXXXXXXX.tmp``):
 # they carry no pid, so only their age tells they are abandoned; a write takes seconds.
 _OLD_TEMPORARY = re.compile(r"^(?:tmp|\.entry\.)[a-z0-9_]{8}\.tmp$")

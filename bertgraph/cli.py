@@ -785,7 +785,7 @@ def cmd_families(args: argparse.Namespace) -> int:
 def cmd_masks(args: argparse.Namespace) -> int:
     from bertgraph.api import load
     from bertgraph.files import check_writable, write_atomic
-    from bertgraph.graph.masks import Example, model_masks
+    from bertgraph.graph.masks import Example
     from bertgraph.model import resolve
     from bertgraph.render import graphviz_run
     from bertgraph.render import masks as draw
@@ -803,10 +803,9 @@ def cmd_masks(args: argparse.Namespace) -> int:
     if fmt in graphviz_run.FORMATS or svg is not None:
         graphviz_run.require_dot(args.output)
     specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
-    found = [
-        draw.ModelMasks(model, tuple(model_masks(load(spec, use_cache=not args.no_cache).graph, example)))
-        for model, spec in zip(args.models, specs)
-    ]
+    found = draw.masks_of(
+        ((model, load(spec, use_cache=not args.no_cache).graph) for model, spec in zip(args.models, specs)), example
+    )
     outputs: list[tuple[Path, str | bytes]] = []
     if fmt == "json":
         outputs.append((args.output, draw.json_text(found)))

@@ -15,7 +15,7 @@ from bertgraph.errors import BertgraphError
 from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
 from bertgraph.graph import cost
 from bertgraph.graph import schema as g
-from bertgraph.graph.masks import Example, model_masks
+from bertgraph.graph.masks import Example
 from bertgraph.model import resolve
 from bertgraph.render import families, masks, mermaid, plot, report, text, write_diagram
 from bertgraph.render.graphviz_run import require_dot
@@ -106,11 +106,11 @@ def build_gallery(
         write_atomic(folder / "cost.txt", "\n".join(text.generate_cost(cost.cost_report(base.graph, sizes))) + "\n")
     )
     family_graphs = [load(resolve(name, "base"), use_cache=use_cache).graph for name in families.DEFAULT_MODELS]
-    schematic_graphs = family_graphs + [load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]
+    schematic_graphs = [*family_graphs, load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]
     written += families.write_families(schematic_graphs, folder / "families.svg", "svg", warn=warn, view="schematic")
     written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn, view="schematic")
     example = Example()
-    found = [masks.ModelMasks(str(graph.graph[g.G_NAME]), tuple(model_masks(graph, example))) for graph in schematic_graphs]
+    found = masks.masks_of(((str(graph.graph[g.G_NAME]), graph) for graph in schematic_graphs), example)
     written.append(write_atomic(folder / "masks.svg", masks.figure(found, "svg")))
     for model in FAMILY_FIGURES:
         graph = load(resolve(model, "base"), use_cache=use_cache).graph

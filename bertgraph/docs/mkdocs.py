@@ -146,7 +146,11 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
         options = fence_options(body)
         if isinstance(options.get("model"), str) and folder is not None:
             # a figure of several models names each one, separated by commas or spaces
-            names = options["model"].replace(",", " ").split() if options.get("figure") not in (None, "diagram") else [options["model"]]
+            names = (
+                options["model"].replace(",", " ").split()
+                if options.get("figure") not in (None, "diagram")
+                else [options["model"]]
+            )
             options["model"] = " ".join(page_relative(name, folder) for name in names)
         return parse(options, {"theme": self.config.theme, "format": self.config.format})
 

@@ -332,13 +332,11 @@ def figure_source(graphs: list[nx.DiGraph], request: DiagramRequest, dpi: int | 
         from bertgraph.render import schematic
 
         return "\n".join(schematic.generate_lines(graphs, dpi)) + "\n"
-    from bertgraph.graph.masks import Example, model_masks
+    from bertgraph.graph.masks import Example
     from bertgraph.render import masks
 
     example = Example(request.seq_len or Example.seq_len)
-    found = [
-        masks.ModelMasks(name, tuple(model_masks(graph, example))) for name, graph in zip(request.names(), graphs)
-    ]
+    found = masks.masks_of(zip(request.names(), graphs), example)
     return masks.dot_source(found, dpi)
 
 

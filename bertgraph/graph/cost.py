@@ -358,6 +358,8 @@ ONNX_TRAINING_NOTE = (
 def from_onnx(graph: nx.DiGraph) -> bool:
     """Whether the graph was read from an ONNX file (not traced)."""
     return graph.graph.get(g.G_SOURCE) == "onnx"
+
+
 DECODE_FLOPS = "decode_flops_per_token"
 MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
 # A mixture of experts' matmul FLOPs were every routed expert to run (the totals count the k a token runs).

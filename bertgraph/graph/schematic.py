@@ -65,7 +65,11 @@ def _layer_nodes(graph: nx.DiGraph, layer: str) -> list[str]:
     for node in g.ops_in_order(graph):
         data = graph.nodes[node]
         module = str(data.get(g.MODULE, ""))
-        if data.get(g.KIND) == g.OPERATOR and not data.get(g.CALL) and (module == layer or module.startswith(layer + ".")):
+        if (
+            data.get(g.KIND) == g.OPERATOR
+            and not data.get(g.CALL)
+            and (module == layer or module.startswith(layer + "."))
+        ):
             found.append(node)
     return found
 
@@ -124,7 +128,8 @@ def _residuals(graph: nx.DiGraph, nodes: list[str], groups: list[_Group], hidden
         if data.get(g.TARGET) != "aten.add.Tensor" or len(shape) != 3 or shape[-1] != hidden:
             continue
         inputs = sorted(
-            (p for p in graph.predecessors(node) if graph.nodes[p].get(g.SHAPE) == shape), key=lambda p: _order(graph, p)
+            (p for p in graph.predecessors(node) if graph.nodes[p].get(g.SHAPE) == shape),
+            key=lambda p: _order(graph, p),
         )
         if len(inputs) == 2 and any(_order(graph, inputs[0]) < start <= _order(graph, inputs[1]) for start in starts):
             found.append((node, _unaliased(graph, inputs[0])))
@@ -146,7 +151,9 @@ def _steps(graph: nx.DiGraph, layer: str, hidden: int | None) -> tuple[list[Step
     nodes = _layer_nodes(graph, layer)
     groups = _groups(graph, nodes, layer)
     residuals = _residuals(graph, nodes, groups, hidden)
-    events: list[tuple[int, Step]] = [(_order(graph, group.nodes[0]), _group_step(graph, group, nodes, hidden)) for group in groups]
+    events: list[tuple[int, Step]] = [
+        (_order(graph, group.nodes[0]), _group_step(graph, group, nodes, hidden)) for group in groups
+    ]
     events += [(_order(graph, add), Step("residual", "+")) for add, _ in residuals]
     events.sort(key=lambda event: event[0])
     starts = [order for order, _ in events]
@@ -176,7 +183,7 @@ def _norm_text(graph: nx.DiGraph, nodes: list[str]) -> str:
 
 
 def _ffn_text(graph: nx.DiGraph, nodes: list[str], hidden: int | None) -> str:
-    """"FFN GELU · 768→3072→768": the activation read off the ops (gated when two projections are
+    """ "FFN GELU · 768→3072→768": the activation read off the ops (gated when two projections are
     multiplied: a fused one chunked, as ModernBERT's, or gate and up, as LLaMA's) and the width the
     last projection contracts."""
     targets = [str(graph.nodes[n].get(g.TARGET, "")) for n in nodes]
@@ -250,8 +257,8 @@ def _outer_norms(graph: nx.DiGraph, stack: str, orders: dict[str, list[int]]) ->
         side = roles.stack_side(graph, path)
         if side == kinds[stack] or (len(kinds) == 1 and not side):
             runs = _orders_under(orders, path)
-            before = before or bool(runs) and max(runs) < first
-            after = after or bool(runs) and min(runs) > last
+            before = before or (bool(runs) and max(runs) < first)
+            after = after or (bool(runs) and min(runs) > last)
     return before, after
 
 

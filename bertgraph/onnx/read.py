@@ -387,7 +387,6 @@ def _sizable(param: str, known: set[str] | None) -> bool:
 
 def tensor_facts(model: onnx.ModelProto) -> dict[str, TensorFacts]:
     """Shape and dtype of every tensor the file or shape inference knows."""
-    import onnx
 
     facts: dict[str, TensorFacts] = {}
     for tensor in model.graph.initializer:
@@ -453,7 +452,7 @@ def _symbolic_inference(model: onnx.ModelProto) -> onnx.GraphProto | None:
     quiet.setLevel(logging.CRITICAL)
     try:
         found = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False, verbose=0)
-    except Exception:  # noqa: BLE001 - a fallback: ONNX's own inference stands when this one fails
+    except Exception:
         return None
     finally:
         quiet.setLevel(level)

@@ -518,7 +518,7 @@ def _with_costs(graph: nx.DiGraph, annotate: str) -> nx.DiGraph:
     if annotate == "params":
         return graph
     costed = graph if cost.has_costs(graph) else cost.annotate(graph.copy())
-    if annotate == "memory" and costed.graph.get(g.G_SOURCE) != "onnx":
+    if annotate == "memory" and not cost.from_onnx(costed):
         from bertgraph.graph import saved
 
         return saved.annotate_saved(costed)  # beside the bytes written, what training keeps of them

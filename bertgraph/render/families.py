@@ -151,7 +151,7 @@ def generate_page(graphs: Sequence[nx.DiGraph], mermaid_text: str | None) -> str
     if mermaid_text is not None:
         lines += ["```mermaid", mermaid_text.rstrip("\n"), "```", ""]
     lines += list(generate_table(kinds))
-    lines += [""] + masks.section_for(graphs)
+    lines += ["", *masks.section_for(graphs)]
     return "\n".join(lines) + "\n"
 
 

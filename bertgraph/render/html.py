@@ -28,7 +28,7 @@ from bertgraph.files import write_atomic
 from bertgraph.graph import schema as g
 from bertgraph.graph.views import display_name, view
 from bertgraph.render import dot, embed, figures, graphviz_run, svg_data
-from bertgraph.render.diagram import Diagram, build, lookup_path
+from bertgraph.render.diagram import build, lookup_path
 from bertgraph.render.escape import shown_data
 from bertgraph.render.style import KIND_NAMES
 

@@ -8,7 +8,7 @@ tabulates the masks; JSON gives allowed[q][k].
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,13 @@ class ModelMasks:
 
     model: str
     masks: tuple[Mask, ...]
+
+
+def masks_of(named_graphs: Iterable[tuple[str, Any]], example: Example) -> list[ModelMasks]:
+    """The distinct masks of each ``(name, traced graph)`` on ``example``, in the order given."""
+    from bertgraph.graph.masks import model_masks
+
+    return [ModelMasks(name, tuple(model_masks(graph, example))) for name, graph in named_graphs]
 
 
 def layers_text(layers: Sequence[int]) -> str:
@@ -175,7 +182,7 @@ def markdown_section(models: Sequence[ModelMasks], example: str, heading: str = 
     for entry in models:
         for mask in entry.masks:
             lines += [f"**{markdown_text(entry.model)}** · {markdown_text(title(mask))}", "", "```text"]
-            lines += text_grid(mask) + ["```", ""]
+            lines += [*text_grid(mask), "```", ""]
     return lines
 
 
@@ -183,13 +190,12 @@ def section_for(graphs: Sequence[Any], heading: str = "##") -> list[str]:
     """The masks section of a page about traced ``graphs`` (the default example); ONNX files record
     no masks, so they get none."""
     from bertgraph.graph import schema as g
-    from bertgraph.graph.masks import model_masks
 
     traced = [graph for graph in graphs if graph.graph.get(g.G_SOURCE) != "onnx"]
     if not traced:
         return []
     example = Example()
-    found = [ModelMasks(str(graph.graph.get(g.G_NAME, "")), tuple(model_masks(graph, example))) for graph in traced]
+    found = masks_of(((str(graph.graph.get(g.G_NAME, "")), graph) for graph in traced), example)
     return markdown_section(found, example_words(found, example), heading)
 
 

@@ -34,10 +34,16 @@ def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
     yield _box(f"{prefix}in", "tokens")
     embeddings = "embeddings · " + position.replace(", ", " · ") + " · LayerNorm" * column.embedding_norm
     yield _box(f"{prefix}emb", embeddings, EMBEDDING)
-    yield f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(_times(column))}>; labeljust=r; style="dashed"; color="#555555";'
+    yield (
+        f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(_times(column))}>; labeljust=r; style="dashed";'
+        ' color="#555555";'
+    )
     for number, step in enumerate(column.steps):
         if step.role == "residual":
-            yield f'  "{prefix}s{number}" [label="+", shape=circle, width=0.22, height=0.22, fixedsize=true, fillcolor="white"];'
+            yield (
+                f'  "{prefix}s{number}" [label="+", shape=circle, width=0.22, height=0.22, fixedsize=true,'
+                ' fillcolor="white"];'
+            )
             continue
         yield _box(f"{prefix}s{number}", _step_text(column, step), COLOURS.get(step.role, "white"))
     yield "  }"
@@ -148,7 +154,9 @@ def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
     """The caption as a Graphviz label: the name bold, the stack headings in italics."""
     headings = {"encoder and decoder, each", *(column.kind for column in cols)}
     lines = _caption_lines(kind, cols)
-    marked = [f"<b>{esc(lines[0])}</b>"] + [f"<i>{esc(line)}</i>" if line in headings else esc(line) for line in lines[1:]]
+    marked = [f"<b>{esc(lines[0])}</b>"] + [
+        f"<i>{esc(line)}</i>" if line in headings else esc(line) for line in lines[1:]
+    ]
     return "<br/>".join(marked)
 
 
@@ -219,7 +227,9 @@ def mermaid_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
         blocks.append(block)
         if len(cols) == 2:
             edges += [
-                f"  m{number}c0out ==> m{number}c1s{n}" for n, s in enumerate(cols[1].steps) if s.role == "cross-attention"
+                f"  m{number}c0out ==> m{number}c1s{n}"
+                for n, s in enumerate(cols[1].steps)
+                if s.role == "cross-attention"
             ]
     # mermaid.js places side-by-side subgraphs right to left in the order they are declared
     for block in reversed(blocks):
