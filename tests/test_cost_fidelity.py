@@ -307,7 +307,9 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], Callable[[int, int, str], di
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", list(FAMILIES))
-@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+# Eager attention: transformers' default (sdpa) of every family and head is held to FlopCounterMode
+# through bertgraph's own trace in test_cost_families.py; here the score matrices are separate ops.
+@pytest.mark.parametrize("attention", ["eager"])
 def test_other_families_equal_flop_counter(family: str, attention: str) -> None:
     model_class, config_class, fields, inputs = FAMILIES[family]
     config = getattr(transformers, config_class)(**fields)

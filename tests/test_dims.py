@@ -93,7 +93,10 @@ def test_trace_failure_names_module_and_line() -> None:
 
 # Each family's default head, and the heads that add a dimension (choices, the decoder's
 # length) or a size only the data decides (an encoder-decoder classifier's <eos> count).
-ONE_EXPORT_CASES = [(model_type, None) for model_type in TINY] + [
+# XLM-R and CamemBERT are RoBERTa's code and config fields under other names, mT5 is T5's: their
+# sizes are named alike, so the sweep takes the family's own type.
+CLONES = {"xlm-roberta", "camembert", "mt5"}
+ONE_EXPORT_CASES = [(model_type, None) for model_type in TINY if model_type not in CLONES] + [
     ("bert", "multiple-choice"),
     ("t5", "seq2seq-lm"),
     ("bart", "seq2seq-lm"),

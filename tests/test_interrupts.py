@@ -62,7 +62,6 @@ def _leftovers(folder: Path) -> list[str]:
 STAGES = [
     ("exporting", "SIGQUIT"),
     ("writing", "SIGTERM"),
-    ("writing", "SIGHUP"),
     ("checking with onnx.checker", "SIGINT"),
     ("running PyTorch", "SIGTERM"),
     ("verifying with onnxruntime", "SIGHUP"),

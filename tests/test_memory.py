@@ -11,6 +11,7 @@ interpreter's, not the model's, and is reported, not asserted away.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,10 +28,16 @@ from tests.live_storage import peak_bytes
 TOLERANCE = 0.05
 
 
+@functools.lru_cache(maxsize=1)
+def _real_model(model_name: str) -> torch.nn.Module:
+    """Seeded random weights on the CPU, built once for the sizes measured (the weights do not change the peak)."""
+    return build_model(resolve(model_name), weights=True)
+
+
 def measured(model_name: str, batch: int, seq: int) -> tuple[int, int]:
     """Peak live bytes of a real CPU forward pass: the exported program's, and HF's own module's."""
     spec = resolve(model_name, batch=batch, seq_len=seq)
-    model = build_model(spec, weights=True)  # seeded random weights on the CPU
+    model = _real_model(model_name)
     inputs = example_inputs(spec, device="cpu", shape=(batch, seq))
     program = torch.export.export(model, (), inputs, strict=False)
     exported, _ = peak_bytes(program.module(), inputs)

@@ -1,11 +1,10 @@
 """ONNX export of every family bertgraph supports, with real torch.onnx, onnx.checker and onnxruntime.
 
 Each ``model_type`` is exported through the command line from a tiny checkpoint made with
-``save_pretrained`` (its characteristic head: the language-model head where the family
-has one), then run in onnxruntime at sizes the export never saw and compared with
-transformers' own forward of the checkpoint; the graph read back from the file holds the
-family's parameter total. Every other head of each family is exported and verified in a
-slower sweep. BERT itself is covered by ``test_onnx.py``.
+``save_pretrained``, the heads of each structure taken in turn by its model types (every type
+once, every head of the structure at least once), then run in onnxruntime at sizes the export
+never saw and compared with transformers' own forward of the checkpoint; the graph read back
+from the file holds the family's parameter total. BERT itself is covered by ``test_onnx.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from bertgraph.graph import schema as g
 from bertgraph.graph import stats
 from bertgraph.model import ModelSpec, resolve
 from bertgraph.model.build import make_config, model_class_of
-from bertgraph.model.families import BY_NAME, family_of
+from bertgraph.model.families import family_of
 from bertgraph.onnx import memory
 from bertgraph.onnx.export import output_names
 from bertgraph.onnx.verify import UNDEFINED_AT_PADDING, dim_names, input_dims, random_inputs
@@ -40,10 +39,6 @@ pytestmark = pytest.mark.onnx
 
 SEQ = 16
 TOLERANCE = 1e-4
-# The head that shows each structure best: the language-model head where the family has one.
-_LM_HEADS = ("seq2seq-lm", "causal-lm", "masked-lm", "base")
-# One model_type per structure runs in the quick suite; the others are marked slow.
-QUICK = ("roberta", "gpt2", "t5")
 # Sizes the export never saw (its example is batch 2 × 16; verification uses 19 and 45):
 # batch, choices, sequence, decoder sequence.
 NEW_SIZES = (
@@ -57,20 +52,22 @@ NEW_SIZES = (
 TINY_FIXES: dict[str, dict[str, Any]] = {"mpnet": {"relative_attention_num_buckets": 32}}
 
 
-def characteristic_head(model_type: str) -> str:
-    heads = family_of(model_type).heads  # type: ignore[union-attr]
-    return next(head for head in _LM_HEADS if head in heads)
-
-
 def _cases() -> list[Any]:
-    cases = []
+    """``(model_type, head)``: every model type once and every head of each structure at least once.
+
+    A head's export differs by its class and outputs, which the family record gives alike to every
+    family of a structure; so the model types of a structure take its heads in turn rather than
+    every type every head (``BERTGRAPH_FULL_MATRIX=1``, ``make test-full``, exports every pair).
+    BERT is left to ``test_onnx.py``, which exports each of its heads.
+    """
+    by_structure: dict[str, list[tuple[str, list[str]]]] = {}
     for model_type in TINY:
-        if model_type == "bert":
-            continue
-        group = pytest.mark.xdist_group(f"onnx-{model_type}")  # each export made once, on one worker
-        marks = (group,) if model_type in QUICK else (group, pytest.mark.slow)
-        cases.append(pytest.param(model_type, id=model_type, marks=marks))
-    return cases
+        family = family_of(model_type)
+        if model_type != "bert" and family is not None:
+            by_structure.setdefault(family.structure, []).append((model_type, list(family.heads)))
+    pairs = [pair for rows in by_structure.values() for pair in covering(rows)]
+    # each export made once, on one worker, whose tests then read it
+    return [pytest.param((t, h), id=f"{t}-{h}", marks=pytest.mark.xdist_group(f"onnx-{t}-{h}")) for t, h in pairs]
 
 
 def save_tiny(folder: Path, model_type: str, head: str, seed: int = 11) -> Path:
@@ -97,13 +94,12 @@ class Exported:
 
 @pytest.fixture(scope="module", params=_cases())
 def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, once: Any) -> Exported:
-    model_type = request.param
-    return once(("onnx-family", model_type), lambda: _export_family(model_type, tmp_path_factory))
+    model_type, head = request.param
+    return once(("onnx-family", model_type, head), lambda: _export_family(model_type, head, tmp_path_factory))
 
 
-def _export_family(model_type: str, tmp_path_factory: pytest.TempPathFactory) -> Exported:
-    head = characteristic_head(model_type)
-    root = tmp_path_factory.mktemp(f"onnx-{model_type}")
+def _export_family(model_type: str, head: str, tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    root = tmp_path_factory.mktemp(f"onnx-{model_type}-{head}")
     folder = save_tiny(root / "checkpoint", model_type, head)
     path = root / "model.onnx"
     code, report = _run_cli(["onnx", str(folder), "--head", head, "--seq-len", str(SEQ), "-o", str(path)])
@@ -213,7 +209,6 @@ def test_summary_and_params_of_the_file_give_the_total(exported: Exported, capsy
         assert f"{total:,}" in out, (command, out[-500:])
 
 
-
 def test_cost_of_the_file_leaves_out_what_onnx_does_not_record(
     exported: Exported, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -229,41 +224,6 @@ def test_cost_of_the_file_leaves_out_what_onnx_does_not_record(
     assert report["total"]["matmul_flops"]["values"][0] > 0
     code, err = _run_cli(["cost", str(exported.path), "--generate", "4"])
     assert code != 0 and "ONNX file does not record" in err and len(err.strip().splitlines()) == 1
-
-# --- every other head of every family -------------------------------------------------------------
-
-
-def _head_cases() -> list[Any]:
-    """Heads not exported above: each head of each structure on at least one family, each family once or more.
-
-    A head's export differs by its class and outputs, which the family record gives alike to every
-    family of a structure; so the families of a structure take its heads in turn (every head of
-    every structure, every family at least once) rather than every family every head.
-    ``BERTGRAPH_FULL_MATRIX=1`` exports every head of every family (``make test-full``).
-    """
-    by_structure: dict[str, list[tuple[str, list[str]]]] = {}
-    for family in BY_NAME.values():
-        if family.name == "bert":
-            continue  # test_onnx.py exports every BERT head
-        model_type = next(t for t in family.variants if t in TINY)
-        heads = [head for head in family.heads if head != characteristic_head(model_type)]
-        by_structure.setdefault(family.structure, []).append((model_type, heads))
-    chosen = [pair for families in by_structure.values() for pair in covering(families)]
-    return [pytest.param(t, h, id=f"{t}-{h}", marks=pytest.mark.slow) for t, h in chosen]
-
-
-@pytest.mark.parametrize(("model_type", "head"), _head_cases())
-def test_every_head_exports_and_verifies(model_type: str, head: str, tmp_path: Path) -> None:
-    folder = save_tiny(tmp_path / "checkpoint", model_type, head)
-    path = tmp_path / "model.onnx"
-    code, report = _run_cli(["onnx", str(folder), "--head", head, "--seq-len", str(SEQ), "-o", str(path)])
-    assert code == 0, report
-    assert "full_check passed" in report and report.count("max |onnxruntime − PyTorch|") == 2
-    spec = resolve(str(folder), head, seq_len=SEQ)
-    model = onnx.load(str(path), load_external_data=False)
-    assert [v.name for v in model.graph.output] == list(output_names(spec))
-    assert read_onnx(path).params()["total"] == stats.parameter_stats(skeleton(spec))["total"]
-    print(_figures(model_type, head, report))  # shown with pytest -rP
 
 
 # --- presets built without a checkpoint -------------------------------------------------------------

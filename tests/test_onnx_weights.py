@@ -77,9 +77,10 @@ def test_file_is_byte_identical_to_an_export_of_the_real_model(source: str, head
     export_onnx_spec(spec, ours, verify=False)
     _export_real_model(spec, theirs)
     assert ours.read_bytes() == theirs.read_bytes()
-    again = tmp_path / "again.onnx"
-    export_onnx_spec(spec, again, verify=False)
-    assert again.read_bytes() == ours.read_bytes()  # deterministic
+    if head == "masked-lm":  # deterministic with tied weights too (test_onnx.py re-exports a base model)
+        again = tmp_path / "again.onnx"
+        export_onnx_spec(spec, again, verify=False)
+        assert again.read_bytes() == ours.read_bytes()
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
