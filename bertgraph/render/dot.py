@@ -176,7 +176,10 @@ def generate_lines(
         "label": title,
         "labelloc": "t",
         "labeljust": "l",
-        "nodesep": 0.3,
+        # 18 points between neighbours: an encoder-decoder's layers have a dozen edges running
+        # beside them (skips, masks, the position bias handed to the folded layers); at 0.3 they
+        # alone made T5's depth-3 drawing 43 points wider.
+        "nodesep": 0.25,
         "ranksep": 0.42,
         "pad": 0.3,
     }
@@ -210,15 +213,24 @@ def generate_lines(
             righthand.add(cluster)
             cluster = parents.get(cluster)
 
+    # An encoder-decoder's outputs sit in its backbone (render/compact.py); written before the
+    # stacks they changed which stack Graphviz placed first (T5 at depths 2 and 4), after them not.
+    last = set(diagram.bottom)
+
     def emit(parent: str | None, indent: str) -> Iterable[str]:
-        for node in nodes_in.get(parent, []):
-            yield indent + _node_line(node, colours, ident(node.id))
+        nodes = nodes_in.get(parent, [])
+        for node in nodes:
+            if node.id not in last or parent is None:
+                yield indent + _node_line(node, colours, ident(node.id))
         for cluster in sorted(children.get(parent, []), key=lambda c: c.id not in righthand):
             yield f"{indent}subgraph {dot_string('cluster_' + ident('cluster ' + cluster.id))} {{"
             for line in _cluster_lines(cluster, colours):
                 yield f"{indent}  {line}"
             yield from emit(cluster.id, indent + "  ")
             yield f"{indent}}}"
+        for node in nodes:
+            if node.id in last and parent is not None:
+                yield indent + _node_line(node, colours, ident(node.id))
 
     yield from emit(None, "  ")
     for edge in diagram.edges:
