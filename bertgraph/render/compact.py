@@ -223,7 +223,7 @@ def _lower_sources(diagram: Diagram) -> None:
     """
     fed = {e.target for e in diagram.edges}
     io = {n.id for n in diagram.nodes if n.shape == "io"}
-    parents = {c.id: c.parent for c in diagram.clusters}
+    parents: dict[str | None, str | None] = {c.id: c.parent for c in diagram.clusters}
     sources = [n.id for n in diagram.nodes if n.id not in fed and n.id not in io]
     # Fed by inputs alone (DeBERTa's padding mask shaped for its encoder): placed by its stack's input.
     for node in diagram.nodes:
