@@ -142,6 +142,19 @@ def test_a_pre_norm_layers_two_residual_adds_are_two_nodes(tiny_graph: TinyGraph
     assert [n for n in shown if n.startswith("h.0-2:ops")] == ["h.0-2:ops", "h.0-2:ops.1"]
 
 
+@pytest.mark.parametrize("model_type", ["gpt2", "llama", "qwen2", "modernbert"])
+def test_a_pre_norm_layers_residual_adds_are_drawn_alike(model_type: str, tiny_graph: TinyGraph) -> None:
+    # At depth 3 the second add reads the first, which lives in the layer itself: its skip edge
+    # is still a skip edge, and both adds carry the role title.
+    diagram = build_diagram(annotated(tiny_graph, model_type, "base"), 3)
+    layer = re.compile(r"^(h|model\.layers|layers)\.[\d/-]+:add(_\d+)?$")  # an add the layer itself runs
+    adds = [n for n in diagram.nodes if layer.match(n.id)]
+    assert len(adds) >= 2, [n.id for n in diagram.nodes]
+    for node in adds:
+        skips = [e.source for e in diagram.edges if e.target == node.id and e.style == "residual"]
+        assert (node.title, len(skips)) == ("add (residual)", 1), (node.id, node.title, skips)
+
+
 def test_a_module_called_twice_is_two_nodes(tiny_graph: TinyGraph) -> None:
     shown = _view_nodes(tiny_graph, "t5", 2)
     assert {"encoder.dropout", "encoder.dropout#2", "decoder.dropout", "decoder.dropout#2"} <= set(shown)

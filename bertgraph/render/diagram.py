@@ -599,9 +599,11 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     target_role = roles.role_of(shown, data.get(g.MODULE, ""))
     if target_role == roles.EMBEDDINGS:
         return False  # the embeddings' sum adds tables, not a skip connection
-    if target_role == roles.LAYER and data.get(g.OWN_OPS):
+    if target_role == roles.LAYER:
         # A pre-norm layer adds a sub-block's output to what bypassed it: the edge that does
-        # not come from attention or the feed-forward block is the skip connection.
+        # not come from attention or the feed-forward block is the skip connection — whether
+        # the add is the layer's own ops (depth 2) or an operator (depth 3: GPT-2's second add
+        # reads the first, which lives in the layer itself).
         source_role = roles.role_of(shown, shown.nodes[source].get(g.MODULE, ""))
         return source_role not in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION, roles.FEED_FORWARD)
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
