@@ -155,6 +155,22 @@ def test_a_pre_norm_layers_residual_adds_are_drawn_alike(model_type: str, tiny_g
         assert (node.title, len(skips)) == ("add (residual)", 1), (node.id, node.title, skips)
 
 
+def test_debertas_position_dropout_sits_on_the_position_path(tiny_graph: TinyGraph) -> None:
+    # Each layer drops out the relative-position embeddings before projecting them with its own
+    # query and key weights: a step of that path, drawn between the table and the projections —
+    # not a "with pos_dropout" line on both projections as if it were a mask read from aside.
+    graph = annotated(tiny_graph, "deberta-v2", "base")
+    assert not [n.id for n in build_diagram(graph, 2).nodes if "pos_dropout" in n.id]  # inside the layer's box
+    diagram = build_diagram(graph, 3)
+    by_id = {n.id: n for n in diagram.nodes}
+    (dropout,) = [n for n in diagram.nodes if n.id.endswith("attention.self.pos_dropout")]
+    assert [by_id[e.source].title for e in diagram.edges if e.target == dropout.id] == ["relative-position embeddings"]
+    projections = [by_id[e.target] for e in diagram.edges if e.source == dropout.id]
+    assert sorted(n.title for n in projections) == ["key_proj", "query_proj"]
+    assert all(n.id.endswith("#2") for n in projections)  # the second call of each: on positions
+    assert not [n.id for n in diagram.nodes if any("pos_dropout" in line for line in n.lines)]
+
+
 def test_a_module_called_twice_is_two_nodes(tiny_graph: TinyGraph) -> None:
     shown = _view_nodes(tiny_graph, "t5", 2)
     assert {"encoder.dropout", "encoder.dropout#2", "decoder.dropout", "decoder.dropout#2"} <= set(shown)

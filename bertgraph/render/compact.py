@@ -63,8 +63,9 @@ def _is_side_input(node: Node, readers: list[Node]) -> bool:
     Both feed every layer: as nodes they send long edges down a column of their own.
     """
     if node.shape == "io" or not readers or node.kind.startswith("attention"):
-        # Attention's own work is not a side input, even when later layers read what it computed
-        # (T5's first cross-attention hands its masked position bias to the others).
+        # Attention's own steps are not side inputs, even when several nodes read them: T5's first
+        # cross-attention hands its masked position bias to the folded layers, DeBERTa's position
+        # dropout feeds the query and key projections of positions (a step of that path).
         return False
     if node.kind == "mask" and node.shape == "op":
         return True
