@@ -219,6 +219,6 @@ def test_a_long_module_title_takes_two_lines(tiny_graph: Callable[..., tuple[obj
     source = "\n".join(dot.generate_lines(diagram))
     for cluster in long:
         name, kind, *rest = cluster.title.split(" · ")
-        assert f"label=<{' · '.join([name, *rest])}<br/>{kind}>" in source, cluster.title
+        assert f'label=<{" · ".join([name, *rest])}<br align="left"/>{kind}<br align="left"/>>' in source, cluster.title
     for cluster in short:
         assert f"label=<{cluster.title}>" in source, cluster.title

@@ -58,7 +58,7 @@ def _cluster_label(cluster: Cluster) -> str:
     if len(cluster.title) <= TITLE_CHARACTERS or len(parts) < 3:
         return f"<{dot_html(cluster.title)}>"
     first = " · ".join([parts[0], *parts[2:]])
-    return f"<{dot_html(first)}<br/>{dot_html(parts[1])}>"
+    return f'<{dot_html(first)}<br align="left"/>{dot_html(parts[1])}<br align="left"/>>'  # left, as labeljust
 
 
 def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
