@@ -142,6 +142,35 @@ def test_a_pre_norm_layers_two_residual_adds_are_two_nodes(tiny_graph: TinyGraph
     assert [n for n in shown if n.startswith("h.0-2:ops")] == ["h.0-2:ops", "h.0-2:ops.1"]
 
 
+@pytest.mark.parametrize("model_type", ["gpt2", "llama", "qwen2", "modernbert"])
+def test_a_pre_norm_layers_residual_adds_are_drawn_alike(model_type: str, tiny_graph: TinyGraph) -> None:
+    # At depth 3 the second add reads the first, which lives in the layer itself: its skip edge
+    # is still a skip edge, and both adds carry the role title.
+    diagram = build_diagram(annotated(tiny_graph, model_type, "base"), 3)
+    layer = re.compile(r"^(h|model\.layers|layers)\.[\d/-]+:add(_\d+)?$")  # an add the layer itself runs
+    adds = [n for n in diagram.nodes if layer.match(n.id)]
+    assert len(adds) >= 2, [n.id for n in diagram.nodes]
+    for node in adds:
+        skips = [e.source for e in diagram.edges if e.target == node.id and e.style == "residual"]
+        assert (node.title, len(skips)) == ("add (residual)", 1), (node.id, node.title, skips)
+
+
+def test_debertas_position_dropout_sits_on_the_position_path(tiny_graph: TinyGraph) -> None:
+    # Each layer drops out the relative-position embeddings before projecting them with its own
+    # query and key weights: a step of that path, drawn between the table and the projections —
+    # not a "with pos_dropout" line on both projections as if it were a mask read from aside.
+    graph = annotated(tiny_graph, "deberta-v2", "base")
+    assert not [n.id for n in build_diagram(graph, 2).nodes if "pos_dropout" in n.id]  # inside the layer's box
+    diagram = build_diagram(graph, 3)
+    by_id = {n.id: n for n in diagram.nodes}
+    (dropout,) = [n for n in diagram.nodes if n.id.endswith("attention.self.pos_dropout")]
+    assert [by_id[e.source].title for e in diagram.edges if e.target == dropout.id] == ["relative-position embeddings"]
+    projections = [by_id[e.target] for e in diagram.edges if e.source == dropout.id]
+    assert sorted(n.title for n in projections) == ["key_proj", "query_proj"]
+    assert all(n.id.endswith("#2") for n in projections)  # the second call of each: on positions
+    assert not [n.id for n in diagram.nodes if any("pos_dropout" in line for line in n.lines)]
+
+
 def test_a_module_called_twice_is_two_nodes(tiny_graph: TinyGraph) -> None:
     shown = _view_nodes(tiny_graph, "t5", 2)
     assert {"encoder.dropout", "encoder.dropout#2", "decoder.dropout", "decoder.dropout#2"} <= set(shown)
@@ -246,9 +275,10 @@ POSITION_TITLES: dict[str, tuple[int, set[str], int]] = {
 def check_position_titles(graph: nx.DiGraph, depth: int, wanted: set[str], masks: int) -> None:
     texts = drawn_texts(build_diagram(graph, depth))
     assert wanted <= set(texts), wanted - set(texts)
-    # A mask is a node titled so (and the legend's swatch), or, in the compact layout, a line of what reads it.
+    # A mask is a node titled so (and the legend's swatch), or, in the compact layout, a line of what
+    # reads it — of each reader (T5's first layer and its folded ones): counted once per shape it has.
     titled = max(texts.count("attention mask") - 1, 0)
-    assert titled + sum(text.startswith("with attention mask") for text in texts) == masks
+    assert titled + len({text for text in texts if text.startswith("with attention mask")}) == masks
 
 
 @pytest.mark.parametrize("model_type", sorted(POSITION_TITLES))

@@ -113,11 +113,30 @@ def test_changes_labels_fewer_edges_each_a_new_shape(graph: nx.DiGraph, laid: di
     for (tail, head), shape in kept.items():
         assert shape == shapes[tail, head]  # the same text as before, where one is kept
         assert tail in inputs or shape not in entering(tail), (tail, head, shape, entering(tail))
+    said: dict[tuple[str, str], list[str]] = {}
     for (tail, head), shape in shapes.items():
         if tail in inputs or shape not in entering(tail):
-            assert changes[tail, head] == shape, (tail, head)  # every change is labelled, every input's edge too
+            said.setdefault((tail, shape), []).append(changes[tail, head])
+    # every change is labelled, every input's edge too — once per node and shape
+    assert all(texts.count(shape) == 1 for (_, shape), texts in said.items()), said
     residual_only = sum(label == "residual" for label in laid["changes"].labels.values())
     assert laid["changes"].label_objects == len(kept) + residual_only
+
+
+def test_a_node_says_a_new_shape_once(tiny_graph: Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]) -> None:
+    # T5's first layer computes the relative position bias every layer adds: its edges into the
+    # first attention and into the folded ones carry one shape, which the drawing says once.
+    graph = tiny_graph("t5", "base")[1]
+    source = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias"
+    edges = [e for e in diagram.build_diagram(graph, 3).edges if e.source == source]
+    assert len(edges) == 2 and len({e.shape for e in edges}) == 1
+    assert [e.label for e in edges] == [edges[0].shape, ""]
+    laid = lay_out(dot.generate_dot(graph, 3)).labels
+    for tail in {tail for tail, _ in laid}:
+        shown = [label for (t, _), label in laid.items() if t == tail and _shape(label)]
+        assert len(shown) == len(set(shown)), (tail, shown)
+    shapes = lay_out(dot.generate_dot(graph, 3, edge_labels="shapes")).labels
+    assert [shapes[source, e.target] for e in edges] == [edges[0].shape] * 2  # every edge keeps it there
 
 
 def test_fewer_labels_draw_no_wider(laid: dict[str, Laid]) -> None:

@@ -207,3 +207,18 @@ def test_write_functions(traced: Callable[..., Architecture], tmp_path: Path) ->
     mermaid.write_mermaid(graph, tmp_path / "a.md", depth=1)
     assert (tmp_path / "a.dot").read_text() == dot.generate_dot(graph, depth=1)
     assert (tmp_path / "a.md").read_text() == mermaid.fenced(mermaid.generate_mermaid(graph, depth=1).text)
+
+
+def test_a_long_module_title_takes_two_lines(tiny_graph: Callable[..., tuple[object, object]]) -> None:
+    # mT5's gated feed-forward box is titled "DenseReluDense · MT5DenseGatedActDense · … params":
+    # the class goes on a line of its own, so the title is not what sets the box's width.
+    diagram = build_diagram(tiny_graph("mt5", "base")[1], 3)
+    long = [c for c in diagram.clusters if c.role == "module" and len(c.title) > dot.TITLE_CHARACTERS]
+    short = [c for c in diagram.clusters if c.role == "module" and len(c.title) <= dot.TITLE_CHARACTERS]
+    assert any("MT5DenseGatedActDense" in c.title for c in long) and short
+    source = "\n".join(dot.generate_lines(diagram))
+    for cluster in long:
+        name, kind, *rest = cluster.title.split(" · ")
+        assert f'label=<{" · ".join([name, *rest])}<br align="left"/>{kind}<br align="left"/>>' in source, cluster.title
+    for cluster in short:
+        assert f"label=<{cluster.title}>" in source, cluster.title

@@ -62,7 +62,10 @@ def _is_side_input(node: Node, readers: list[Node]) -> bool:
 
     Both feed every layer: as nodes they send long edges down a column of their own.
     """
-    if node.shape == "io" or not readers:
+    if node.shape == "io" or not readers or node.kind.startswith("attention"):
+        # Attention's own steps are not side inputs, even when several nodes read them: T5's first
+        # cross-attention hands its masked position bias to the folded layers, DeBERTa's position
+        # dropout feeds the query and key projections of positions (a step of that path).
         return False
     if node.kind == "mask" and node.shape == "op":
         return True
@@ -154,6 +157,7 @@ def _place_io(diagram: Diagram) -> None:
         readers = [e.target for e in diagram.edges if e.source == node.id]
         if not readers:
             outputs.append(node.id)
+            _in_backbone(diagram, node.id, parents)
             continue
         chains = [_chain(diagram.membership.get(r), parents) for r in readers]
         common = chains[0]
@@ -165,8 +169,41 @@ def _place_io(diagram: Diagram) -> None:
             common = chains[-1][:2]
         if common and common[-1] is not None:
             diagram.membership[node.id] = common[-1]
+            _above_first_block(diagram, node.id, chains, len(common), parents)
     if outputs:
         diagram.bottom = outputs
+
+
+def _in_backbone(diagram: Diagram, node: str, parents: dict[str | None, str | None]) -> None:
+    """An encoder-decoder's output drawn inside the backbone's box that computes it (on the last rank).
+
+    Outside every box, Graphviz put T5's encoder output right of the decoder's column, its edge
+    running down the whole decoder beside it; inside the backbone it sits under the encoder,
+    where the drawing is empty once the encoder has ended.
+    """
+    producers = [e.source for e in diagram.edges if e.target == node]
+    if diagram.left_of and producers:
+        chain = _chain(diagram.membership.get(producers[0]), parents)
+        if chain:
+            diagram.membership[node] = chain[0]
+
+
+def _above_first_block(
+    diagram: Diagram, node: str, chains: list[list[str | None]], depth: int, parents: dict[str | None, str | None]
+) -> None:
+    """Rank input ``node`` above the box, inside the cluster it was put in, that holds its first reader.
+
+    Graphviz ranks an input just above its first reader; when that reader is deep in a layer
+    (an attention mask read by the first self-attention) the input sits beside the layer's box,
+    and the column holding it is as tall as the box. Above the box it sits beside what runs
+    before the layer — a norm, a dropout — where the column is narrow anyway.
+    """
+    boxes = [chain[depth] for chain in chains if len(chain) > depth]
+    if not boxes:
+        return
+    first = next((n.id for n in diagram.nodes if boxes[0] in _chain(diagram.membership.get(n.id), parents)), None)
+    if first is not None and first != node:
+        diagram.below.append((node, first))
 
 
 def _chain(cluster: str | None, parents: dict[str | None, str | None]) -> list[str | None]:
@@ -183,42 +220,45 @@ def _lower_sources(diagram: Diagram) -> None:
 
     Graphviz puts such a node on the first rank, beside the embeddings, which widens the drawing
     by a column; ranked below its reader's data input — or, when its reader has none, below the
-    first node outside its stack that feeds the stack — it sits in its own column.
+    data entering its block (:func:`_entering`) — it sits in its own column.
     """
     fed = {e.target for e in diagram.edges}
     io = {n.id for n in diagram.nodes if n.shape == "io"}
-    parents = {c.id: c.parent for c in diagram.clusters}
+    parents: dict[str | None, str | None] = {c.id: c.parent for c in diagram.clusters}
     sources = [n.id for n in diagram.nodes if n.id not in fed and n.id not in io]
     # Fed by inputs alone (DeBERTa's padding mask shaped for its encoder): placed by its stack's input.
     for node in diagram.nodes:
         feeding = {e.source for e in diagram.edges if e.target == node.id}
         if node.id not in io and feeding and feeding <= io:
-            above = _feeding_from_outside(diagram, node.id, parents, fed)
-            if above:
-                diagram.below.append((above[0], node.id))
+            diagram.below += [(above, node.id) for above in _entering(diagram, node.id, parents, fed)]
     for source in sources:
         readers = [e.target for e in diagram.edges if e.source == source]
         inputs = [e.source for e in diagram.edges if e.target in readers and e.source in fed and e.style == "data"]
-        if not inputs:
-            inputs = _feeding_from_outside(diagram, source, parents, fed)
-        if inputs:
-            diagram.below.append((inputs[0], source))
+        diagram.below += [(above, source) for above in inputs[:1] or _entering(diagram, source, parents, fed)]
 
 
-def _feeding_from_outside(
-    diagram: Diagram, node: str, parents: dict[str | None, str | None], fed: set[str]
-) -> list[str]:
-    """Computed nodes outside ``node``'s stack (its second-outermost cluster) with a data edge into it."""
+def _entering(diagram: Diagram, node: str, parents: dict[str | None, str | None], fed: set[str]) -> list[str]:
+    """The nodes ``node`` is ranked below: by the innermost cluster around it, up to its stack, that data enters.
+
+    The stack is ``node``'s second-outermost cluster; what enters it from outside (a computed
+    node, not an input) is what the stack's column starts from, so ``node`` goes under the first
+    of those. Inside a block of a layer it goes under the block's own first row instead — every
+    node the entering data feeds — so it is not beside the norm above the block: drawn beside it,
+    it widens the block's box by its own width on every row (T5's relative position buckets).
+    """
     chain = _chain(diagram.membership.get(node), parents)
-    if len(chain) < 2:
-        return []
-    stack = chain[1]
+    for depth in range(len(chain) - 1, 0, -1):
 
-    def inside(other: str) -> bool:
-        return stack in _chain(diagram.membership.get(other), parents)
+        def inside(other: str, cluster: str | None = chain[depth]) -> bool:
+            return cluster in _chain(diagram.membership.get(other), parents)
 
-    return [
-        e.source
-        for e in diagram.edges
-        if e.style == "data" and e.source in fed and not inside(e.source) and inside(e.target)
-    ]
+        entering = [
+            e
+            for e in diagram.edges
+            if e.style == "data" and e.source in fed and not inside(e.source) and inside(e.target)
+        ]
+        if entering and depth == 1:
+            return [entering[0].source]
+        if entering:
+            return list(dict.fromkeys(e.target for e in entering))
+    return []

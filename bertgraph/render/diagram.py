@@ -599,9 +599,11 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     target_role = roles.role_of(shown, data.get(g.MODULE, ""))
     if target_role == roles.EMBEDDINGS:
         return False  # the embeddings' sum adds tables, not a skip connection
-    if target_role == roles.LAYER and data.get(g.OWN_OPS):
+    if target_role == roles.LAYER:
         # A pre-norm layer adds a sub-block's output to what bypassed it: the edge that does
-        # not come from attention or the feed-forward block is the skip connection.
+        # not come from attention or the feed-forward block is the skip connection — whether
+        # the add is the layer's own ops (depth 2) or an operator (depth 3: GPT-2's second add
+        # reads the first, which lives in the layer itself).
         source_role = roles.role_of(shown, shown.nodes[source].get(g.MODULE, ""))
         return source_role not in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION, roles.FEED_FORWARD)
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
@@ -741,13 +743,11 @@ def build_diagram(
     if beside is not None:
         diagram.same_rank.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
         diagram.left_of.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
-    # Inside an encoder-decoder's layers the compact rewrite changes which stack Graphviz places
-    # first (measured on T5 and BART at depths 3-4), and the encoder must stay left of the decoder.
-    if compact and depth > 0 and (depth <= 2 or beside is None):
+    if compact and depth > 0:
         from bertgraph.render.compact import compact as make_compact  # it builds on this module's records
 
         make_compact(diagram, depth)
-        _relabel(diagram, edge_labels)  # "changes" is judged on the edges drawn, which compacting rewired
+    _relabel(diagram, edge_labels)  # "changes" is judged on the edges drawn, which compacting rewired
     if not prefix:
         from bertgraph.render.caption import caption_lines
 
@@ -760,13 +760,23 @@ def build_diagram(
 
 
 def _relabel(diagram: Diagram, edge_labels: str) -> None:
-    """Each edge's label from its shape under ``edge_labels``, with the shapes entering its source as drawn."""
+    """Each edge's label from its shape under ``edge_labels``, with the shapes entering its source as drawn.
+
+    Under ``changes`` a node's new shape is said once, on the first of its edges that carries it:
+    the same words again on a sibling edge tell the reader nothing, and each label is a box
+    Graphviz makes room for — beside a layer, where an input or a position bias runs down to
+    the folded layers, as wide as the label (T5 at depth 3: six such labels, 76 points).
+    """
     entering: dict[str, set[str]] = defaultdict(set)
     for edge in diagram.edges:
         entering[edge.target].add(edge.shape)
     relabelled = []
+    said: set[tuple[str, str]] = set()
     for edge in diagram.edges:
-        shown = edge_labels == "shapes" or (edge_labels == "changes" and edge.shape not in entering[edge.source])
+        new = edge.shape not in entering[edge.source] and (edge.source, edge.shape) not in said
+        shown = edge_labels == "shapes" or (edge_labels == "changes" and new)
+        if shown and edge.style != "residual":
+            said.add((edge.source, edge.shape))
         label = edge.shape if shown else ""
         if edge.style == "cross":
             label = f"cross-attention {label}" if label else ""

@@ -60,7 +60,12 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
     if theme == "dark":
         yield '%%{init: {"theme": "dark"}}%%'
     yield "flowchart TB"
-    nodes_in = diagram.nodes_by_cluster()
+    # The outputs at top level: DOT draws an encoder-decoder's inside its backbone, on the last rank
+    # (render/compact.py); mermaid.js has no last rank, and there they made T5's drawing 2.8 times as wide.
+    bottom = set(diagram.bottom)
+    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
+    for node in diagram.nodes:
+        nodes_in[None if node.id in bottom else diagram.membership.get(node.id)].append(node)
     children = diagram.clusters_by_parent()
 
     def emit(parent: str | None, indent: str) -> Iterable[str]:
