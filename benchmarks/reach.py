@@ -259,7 +259,7 @@ def main() -> int:
     if args.merge:
         fresh = {row["model_type"]: row for row in rows}
         kept = [fresh.pop(row["model_type"], row) for row in read_rows(args.out / "reach.csv")]
-        rows = sorted(kept + list(fresh.values()), key=lambda row: row["model_type"])
+        rows = sorted(kept + list(fresh.values()), key=lambda row: str(row["model_type"]))
     with (args.out / "reach.csv").open("w", newline="") as stream:
         writer = csv.DictWriter(stream, FIELDS, extrasaction="ignore")
         writer.writeheader()

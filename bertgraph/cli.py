@@ -526,8 +526,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
     _refuse_config_options_for_onnx(args)
     _table_output(args)
+    untraced: dict[str, str] = {}
     if _is_onnx(args):
-        arch, untraced = _architecture(args, args.head), {}
+        arch = _architecture(args, args.head)
     else:
         arch, untraced = _traced_or_tree(args, _spec(args, args.head))
     summary = {**arch.summary(depth=args.depth, fold=not args.unfold), **untraced}

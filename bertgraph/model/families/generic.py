@@ -45,7 +45,7 @@ from bertgraph.model.families.record import (
 SIZE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "num_encoder_layers"),
     "decoder_layers": ("decoder_layers", "num_decoder_layers"),
-    "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim", "embed_dim"),
+    "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim", "embed_dim", "emb_dim"),
     "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
     "decoder_heads": ("decoder_attention_heads",),
     "kv_heads": ("num_key_value_heads", "n_kv_heads", "num_kv_heads"),
@@ -282,7 +282,8 @@ def _rotary_half(config: Mapping[str, Any]) -> int | None:
     hidden = _hidden(config)
     heads = next((config[n] for n in SIZE_FIELDS["heads"] if _count(config.get(n))), None)
     head = config.get("head_dim") if _count(config.get("head_dim")) else (hidden // heads if hidden and heads else None)
-    rope = config.get("rope_parameters") if isinstance(config.get("rope_parameters"), dict) else {}
+    found = config.get("rope_parameters")
+    rope: Mapping[str, Any] = found if isinstance(found, dict) else {}
     factor = rope.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
     if not head or not isinstance(factor, (int, float)):
         return None
@@ -393,7 +394,7 @@ def _generic_family(model_type: str) -> Family:
         heads=frozen(heads),
         sizes=frozen(sizes),
         stacks=tuple(stacks),
-        roles=tuple(_roles(model, stacks)),
+        roles=tuple(_roles(model, stacks, values.get(sizes["layers"]) if "layers" in sizes else None)),
         fallbacks=frozen(fallbacks),
         activation=activation,
         head_dim=next((name for name in HEAD_SIZE_FIELDS if name in values), None),
@@ -449,17 +450,28 @@ def _stacks(model: Any, values: Mapping[str, Any], sizes: Mapping[str, str]) -> 
         kind = DECODER if decoder_side or "encoder" not in path else ENCODER
         types = "layer_types" if isinstance(values.get("layer_types"), list) else None
         stacks.append(Stack(path, kind, size, types=types if size == "layers" else None))
-    if len(stacks) == 1 and not stacks[0].path.startswith("encoder"):
-        # A single stack is the model's decoder unless the model is an encoder.
-        return [stacks[0]]
-    return stacks
+    keys = [(stack.path.rpartition(".")[0], stack.kind, stack.size) for stack in stacks]
+    # Lists beside each other under one parent, each a layer's part (XLM's attentions and ffns), are no stack.
+    return [stack for stack, key in zip(stacks, keys) if keys.count(key) == 1]
 
 
-def _roles(model: Any, stacks: list[Stack]) -> list[tuple[str, str]]:
-    """Role rules over paths relative to the base model, from class and attribute names."""
+def _roles(model: Any, stacks: list[Stack], layers: int | None = None) -> list[tuple[str, str]]:
+    """Role rules over paths relative to the base model, from class and attribute names.
+
+    An item of a per-layer list (one item per layer, ``layers`` of them) that is not a stack
+    (XLM's ``attentions.3``, ``ffns.3``) has the role its class gives a layer's part.
+    """
     from torch import nn
 
     rules: dict[str, str] = {}
+    for path, module in model.named_modules():
+        per_layer = isinstance(module, nn.ModuleList) and layers is not None and len(module) == layers
+        if per_layer and not any(s.path == path or path.startswith(s.path + ".") for s in stacks):
+            first = next(iter(module), None)
+            name = path.rsplit(".", 1)[-1]
+            role = None if first is None else _layer_part_role(name, type(first).__name__, first, nn)
+            if role is not None:
+                rules[re.escape(path) + r"\.\d+"] = role
     layer_of = {stack.path: re.escape(stack.path) for stack in stacks}
     for path, module in model.named_modules():
         if not path:
