@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import subprocess
 import sys
 import time
@@ -80,7 +81,19 @@ def check_type(model_type: str, folder: Path) -> dict[str, Any]:
     except Exception as error:  # what the generic path does not yet turn into a one-line reason
         row.update(outcome="failed", reason=f"{type(error).__name__}: {first_line(error)}"[:300])
     row["seconds"] = round(time.perf_counter() - started, 2)
+    if row.get("reason"):
+        row["reason"] = named(str(row["reason"]), folder.name, model_type)
     return row
+
+
+def named(reason: str, folder: str, model_type: str) -> str:
+    """A reason that names the type, not the temporary folder its config was written to.
+
+    >>> named("/tmp/tmpab12/config.json: cannot trace tmpab12 (XModel): …", "tmpab12", "x")
+    'config.json: cannot trace x (XModel): …'
+    """
+    reason = re.sub(rf"\S*/{re.escape(folder)}/config\.json", "config.json", reason)
+    return re.sub(rf"\b{re.escape(folder)}\b", model_type, reason)
 
 
 def _traced(folder: Path) -> dict[str, Any]:
@@ -240,7 +253,11 @@ def main() -> int:
         "--merge", action="store_true", help="replace only these types' rows of the existing reach.csv, keep the rest"
     )
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--table", action="store_true", help="only write reach.md again from reach.csv")
     args = parser.parse_args()
+    if args.table:
+        (args.out / "reach.md").write_text(table(read_rows(args.out / "reach.csv")))
+        return 0
     types = args.types.split(",") if args.types else text_types()
     from bertgraph.errors import BertgraphError
     from bertgraph.model.families.generic import text_refusal

@@ -49,7 +49,9 @@ def fit_shrunk(
                 config[name] = _sections(hidden[1], len(value))
     rope = config.get("rope_parameters")
     if mrope and rotary_half and isinstance(rope, dict) and "rope_type" in rope:
-        rope["mrope_section"] = _sections(rotary_half, len(rope.get("mrope_section") or ()) or 3)
+        parts = len(rope.get("mrope_section") or ()) or 3
+        if rotary_half >= parts:  # each section keeps a frequency (a quarter-rotary head of 16 has two)
+            rope["mrope_section"] = _sections(rotary_half, parts)
 
 
 def _fit_patterns(config: dict[str, Any], layers: int) -> None:
@@ -73,10 +75,9 @@ def _fit_patterns(config: dict[str, Any], layers: int) -> None:
 def _sections(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` near-equal whole sections, the larger last.
 
-    >>> _sections(8, 3), _sections(4, 3), _sections(2, 3)
-    ([2, 3, 3], [1, 1, 2], [1, 1])
+    >>> _sections(8, 3), _sections(4, 3)
+    ([2, 3, 3], [1, 1, 2])
     """
-    parts = min(parts, total)
     small, extra = divmod(total, parts)
     return [small] * (parts - extra) + [small + 1] * extra
 
