@@ -59,19 +59,23 @@ def check_type(model_type: str, folder: Path) -> dict[str, Any]:
         refusal = text_refusal(model_type)
         if refusal is not None:
             return {**row, "outcome": "not text", "reason": refusal}
+        first: tuple[str, str, BertgraphError] | None = None  # the smallest shrink's failure is the one told
         for level in LEVELS:
             try:
                 config, _ = built_config(model_type, level)
             except Exception:  # the trace below reports why transformers cannot build it
                 config = small_config(model_type, level)
-            (folder / "config.json").write_text(json.dumps(config, default=str))
+            text = json.dumps(config, default=str)
+            (folder / "config.json").write_text(text)
             try:
                 row.update(_traced(folder), level=level)
                 break
-            except BertgraphError:  # a shallower shrink keeps the type's own widths
+            except BertgraphError as error:  # a shallower shrink keeps the type's own widths
+                first = first or (level, text, error)
                 if level == LEVELS[-1]:
-                    raise
-                continue
+                    row["level"] = first[0]
+                    (folder / "config.json").write_text(first[1])
+                    raise first[2] from None
         row["outcome"] = "traced" if row["total_exact"] and row["drawing_acyclic"] else "wrong"
     except TraceError as error:
         # The module tree built: what summary and params show without a trace is still held to the model.
@@ -232,11 +236,15 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _causes_table(rows: list[dict[str, Any]]) -> list[str]:
-    """How many text types each cause stops, and which."""
+    """How many text types each cause stops (or a trace gets wrong), and which."""
     by_cause: dict[str, list[str]] = {}
     for r in rows:
         if r["outcome"] in ("refused", "failed"):
             by_cause.setdefault(r.get("cause") or "other", []).append(r["model_type"])
+        elif r["outcome"] == "wrong":
+            by_cause.setdefault(
+                "traced, but drawn with a cycle" if r.get("total_exact") else "traced, total off", []
+            ).append(r["model_type"])
     if not by_cause:
         return []
     lines = ["| cause | types | which |", "|---|---|---|"]

@@ -270,7 +270,8 @@ def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec
         if id(owner) in names:
             module_text = f" in module '{names[id(owner)] or '<root>'}' ({type(owner).__name__})"
         filename = frame.f_code.co_filename
-        if not filename.startswith(torch_dir):
+        # Generated code (``<string>``) has no line to quote.
+        if not filename.startswith((torch_dir, "<")):
             code = linecache.getline(filename, lineno).strip()
             line_text = f" at {Path(filename).name}:{lineno} `{code}`"
     found = causes.classify(error, code)
