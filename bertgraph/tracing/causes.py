@@ -18,6 +18,7 @@ CAUSES: dict[str, str] = {
     "weights changed in forward": "the forward pass converts its own weights (`.to(dtype)`), which export cannot",
     "tensor off the model's device": "the forward pass makes a tensor on the CPU, beside weights on the meta device",
     "runtime state needed": "the model needs state set before it runs, which a config does not hold",
+    "input besides text needed": "the model's forward pass needs an input besides the token ids",
     "output export cannot flatten": "the forward pass returns an object torch.export cannot take apart",
     "config does not run": "the config builds a model whose forward pass fails on it",
     "unsupported op": "torch.export cannot trace this operation",
@@ -30,6 +31,7 @@ _ADVICE: dict[str, str] = {
     "weights changed in forward": "`summary` and `params` still work without a trace",
     "tensor off the model's device": "`summary` and `params` still work without a trace",
     "runtime state needed": "`summary` and `params` still work without a trace",
+    "input besides text needed": "`summary` and `params` still work without a trace",
     "output export cannot flatten": "`summary` and `params` still work without a trace",
     "config does not run": "give a config.json with the fields named (a published checkpoint's config has them)",
     "unsupported op": "`summary` and `params` still work without a trace",
@@ -39,6 +41,7 @@ _ADVICE: dict[str, str] = {
 _DATA_DEPENDENT = re.compile(
     r"data-dependent|data dependent|GuardOnDataDependent|DataDependentOutput|DynamicOutputShape", re.I
 )
+_NEEDED = re.compile(r"`?(\w+)`? (?:cannot|must not|can't) be `?None")
 _UNSUPPORTED = re.compile(r"not implemented for|NotImplemented|no fake impl|Unsupported|does not support|not supported")
 
 
@@ -57,6 +60,8 @@ def classify(error: BaseException, code: str = "") -> Cause:
     'data-dependent branch'
     >>> classify(ValueError("Input language unknown."), 'raise ValueError("Input language unknown.")').kind
     'runtime state needed'
+    >>> classify(ValueError("`visual_feats` cannot be `None`"), 'raise ValueError("`visual_feats` cannot be `None`")')
+    Cause(kind='input besides text needed', detail='visual_feats')
     >>> classify(RuntimeError("shape '[83, 9, -1]' is invalid for input of size 6059")).kind
     'config does not run'
     """
@@ -73,7 +78,9 @@ def classify(error: BaseException, code: str = "") -> Cause:
         found = re.search(r"Found <class '([\w.]+)'>", text)
         return Cause("output export cannot flatten", found.group(1).rsplit(".", 1)[-1] if found else "")
     if code.startswith("raise "):
-        return Cause("runtime state needed", "")
+        # The model's own check: an argument it cannot do without (LXMERT's visual features), or state.
+        needed = _NEEDED.search(str(error))
+        return Cause("input besides text needed", needed.group(1)) if needed else Cause("runtime state needed", "")
     if names & {"NotImplementedError", "Unsupported"} or _UNSUPPORTED.search(text):
         return Cause("unsupported op", "")
     return Cause("config does not run", "")

@@ -264,6 +264,7 @@ def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec
 
     names = {id(module): name for name, module in model.named_modules()}
     torch_dir = str(Path(torch.__file__).parent)
+    own_dir = str(Path(__file__).resolve().parent.parent)  # bertgraph's export call is no model line
     module_text = line_text = code = ""
     for frame, lineno in traceback.walk_tb(error.__traceback__):
         owner = frame.f_locals.get("self")
@@ -271,7 +272,7 @@ def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec
             module_text = f" in module '{names[id(owner)] or '<root>'}' ({type(owner).__name__})"
         filename = frame.f_code.co_filename
         # Generated code (``<string>``) has no line to quote.
-        if not filename.startswith((torch_dir, "<")):
+        if not filename.startswith((torch_dir, own_dir, "<")):
             code = linecache.getline(filename, lineno).strip()
             line_text = f" at {Path(filename).name}:{lineno} `{code}`"
     found = causes.classify(error, code)
