@@ -1,14 +1,14 @@
 """Every text model type of the installed transformers, through bertgraph's generic path.
 
 For each ``model_type`` without a hand-written record: refused (with its one-line reason), or
-built from its shrunk default config (``generic.small_config``), traced, its parameter total
+built from its shrunk default config (``generic.built_config``: shrunk and repaired), traced, its parameter total
 held to ``sum(p.numel())`` of the unique parameters of the model built on meta, and its
 default diagram laid out by the real ``dot -Tjson`` and read back: the drawn graph must be
 acyclic. Mixture-of-experts types also record their active parameters per token. Each type
 runs in a process of its own (a crash or a hang costs one row), at most ``--timeout`` seconds.
 
     make reach            # writes benchmarks/reach.csv and benchmarks/reach.md
-    PYTHONPATH=. .venv/bin/python benchmarks/reach.py --types mistral,mixtral
+    PYTHONPATH=. .venv/bin/python benchmarks/reach.py --types mistral,mixtral --merge   # rerun two rows
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import subprocess
 import sys
 import time
@@ -30,8 +31,10 @@ FIELDS = (
     "model_type",
     "outcome",
     "level",
+    "cause",
     "reason",
     "traced_total",
+    "tree_total",
     "model_total",
     "total_exact",
     "drawing_acyclic",
@@ -46,8 +49,9 @@ HERE = Path(__file__).resolve().parent
 
 def check_type(model_type: str, folder: Path) -> dict[str, Any]:
     """One row: is the type refused (why), or traced with an exact total and an acyclic drawing?"""
-    from bertgraph.errors import BertgraphError, first_line
-    from bertgraph.model.families.generic import LEVELS, small_config, text_refusal
+    from bertgraph.errors import BertgraphError, TraceError, first_line
+    from bertgraph.model.families.generic import LEVELS, built_config, small_config, text_refusal
+    from bertgraph.tracing.causes import cause_of
 
     started = time.perf_counter()
     row: dict[str, Any] = {"model_type": model_type}
@@ -55,22 +59,45 @@ def check_type(model_type: str, folder: Path) -> dict[str, Any]:
         refusal = text_refusal(model_type)
         if refusal is not None:
             return {**row, "outcome": "not text", "reason": refusal}
+        first: tuple[str, str, BertgraphError] | None = None  # the smallest shrink's failure is the one told
         for level in LEVELS:
-            (folder / "config.json").write_text(json.dumps(small_config(model_type, level), default=str))
+            try:
+                config, _ = built_config(model_type, level)
+            except Exception:  # the trace below reports why transformers cannot build it
+                config = small_config(model_type, level)
+            text = json.dumps(config, default=str)
+            (folder / "config.json").write_text(text)
             try:
                 row.update(_traced(folder), level=level)
                 break
-            except BertgraphError:  # a shallower shrink keeps the type's own widths
+            except BertgraphError as error:  # a shallower shrink keeps the type's own widths
+                first = first or (level, text, error)
                 if level == LEVELS[-1]:
-                    raise
-                continue
+                    row["level"] = first[0]
+                    (folder / "config.json").write_text(first[1])
+                    raise first[2] from None
         row["outcome"] = "traced" if row["total_exact"] and row["drawing_acyclic"] else "wrong"
+    except TraceError as error:
+        # The module tree built: what summary and params show without a trace is still held to the model.
+        row.update(outcome="refused", cause=error.cause, reason=first_line(error), **_tree(folder))
     except BertgraphError as error:
-        row.update(outcome="refused", reason=first_line(error))
+        row.update(outcome="refused", cause=cause_of(str(error)), reason=first_line(error))
     except Exception as error:  # what the generic path does not yet turn into a one-line reason
         row.update(outcome="failed", reason=f"{type(error).__name__}: {first_line(error)}"[:300])
     row["seconds"] = round(time.perf_counter() - started, 2)
+    if row.get("reason"):
+        row["reason"] = named(str(row["reason"]), folder.name, model_type)
     return row
+
+
+def named(reason: str, folder: str, model_type: str) -> str:
+    """A reason that names the type, not the temporary folder its config was written to.
+
+    >>> named("/tmp/tmpab12/config.json: cannot trace tmpab12 (XModel): …", "tmpab12", "x")
+    'config.json: cannot trace x (XModel): …'
+    """
+    reason = re.sub(rf"\S*/{re.escape(folder)}/config\.json", "config.json", reason)
+    return re.sub(rf"\b{re.escape(folder)}\b", model_type, reason)
 
 
 def _traced(folder: Path) -> dict[str, Any]:
@@ -100,6 +127,19 @@ def _traced(folder: Path) -> dict[str, Any]:
     }
 
 
+def _tree(folder: Path) -> dict[str, Any]:
+    """The parameter total ``summary`` and ``params`` give without a trace, and the model's own."""
+    from bertgraph.api import Architecture
+    from bertgraph.model.build import build_model
+    from bertgraph.model.spec import resolve
+    from bertgraph.tracing import skeleton
+
+    spec = resolve(str(folder))
+    model_total = sum(p.numel() for p in build_model(spec).parameters())
+    tree = Architecture(skeleton(spec)).params()["total"]
+    return {"tree_total": tree, "model_total": model_total, "total_exact": tree == model_total}
+
+
 def text_types() -> list[str]:
     """Every ``model_type`` of the installed transformers with a base class and no hand-written record."""
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
@@ -122,7 +162,12 @@ def run_one(model_type: str, timeout: float) -> dict[str, Any]:
             [sys.executable, "-c", code, model_type, str(HERE.parent)], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return {"model_type": model_type, "outcome": "failed", "reason": f"no answer within {timeout:g} s"}
+        return {
+            "model_type": model_type,
+            "outcome": "failed",
+            "cause": "no answer in time",
+            "reason": f"no answer within {timeout:g} s",
+        }
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
@@ -148,10 +193,13 @@ def table(rows: list[dict[str, Any]]) -> str:
         f"{counts['refused']} · failed: {sum(1 for r in rows if r['outcome'] == 'failed')} · "
         f"mixture of experts among the traced: {len(moe)}",
         "",
-        "Made by `make reach` (`benchmarks/reach.py`); the rows are in `benchmarks/reach.csv`.",
+        "Made by `make reach` (`benchmarks/reach.py`); the rows are in `benchmarks/reach.csv`. A refused type's",
+        "cause is the one `render` and `cost` name (`bertgraph/tracing/causes.py`); where its module tree builds,",
+        "`summary` and `params` still count it (the tree's total, held to the model's).",
         "",
-        "| model_type | outcome | parameters (shrunk config) | active per token | seconds | reason |",
-        "|---|---|---|---|---|---|",
+        *_causes_table(rows),
+        "| model_type | outcome | parameters (shrunk config) | active per token | seconds | cause | reason |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r["outcome"] == "not text":
@@ -159,18 +207,65 @@ def table(rows: list[dict[str, Any]]) -> str:
         total = f"{r['traced_total']:,}" if isinstance(r.get("traced_total"), int) else ""
         active = f"{r['active']:,} ({r['experts_per_token']} of {r['experts']})" if r.get("experts") else ""
         reason = str(r.get("reason", "")).replace("|", "\\|")
-        lines.append(f"| {r['model_type']} | {r['outcome']} | {total} | {active} | {r.get('seconds', '')} | {reason} |")
+        if not total and isinstance(r.get("tree_total"), int):
+            total = f"{r['tree_total']:,} (module tree)"
+        cause = r.get("cause", "")
+        lines.append(
+            f"| {r['model_type']} | {r['outcome']} | {total} | {active} | {r.get('seconds', '')} | {cause} | {reason} |"
+        )
     lines += ["", "Not text models (refused before building):", ""]
     lines += [f"- {r['model_type']}: {r['reason']}" for r in rows if r["outcome"] == "not text"]
     return "\n".join(lines) + "\n"
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a reach.csv, numbers and flags as :func:`check_type` gives them."""
+    rows = []
+    with path.open(newline="") as stream:
+        for row in csv.DictReader(stream):
+            parsed: dict[str, Any] = {}
+            for key, value in row.items():
+                if value in ("True", "False"):
+                    parsed[key] = value == "True"
+                elif value.isdigit() and key not in ("model_type", "reason"):
+                    parsed[key] = int(value)
+                else:
+                    parsed[key] = value
+            rows.append(parsed)
+    return rows
+
+
+def _causes_table(rows: list[dict[str, Any]]) -> list[str]:
+    """How many text types each cause stops (or a trace gets wrong), and which."""
+    by_cause: dict[str, list[str]] = {}
+    for r in rows:
+        if r["outcome"] in ("refused", "failed"):
+            by_cause.setdefault(r.get("cause") or "other", []).append(r["model_type"])
+        elif r["outcome"] == "wrong":
+            by_cause.setdefault(
+                "traced, but drawn with a cycle" if r.get("total_exact") else "traced, total off", []
+            ).append(r["model_type"])
+    if not by_cause:
+        return []
+    lines = ["| cause | types | which |", "|---|---|---|"]
+    for cause, types in sorted(by_cause.items(), key=lambda item: (-len(item[1]), item[0])):
+        lines.append(f"| {cause} | {len(types)} | {', '.join(sorted(types))} |")
+    return [*lines, ""]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--types", help="comma-separated model types (default: every one)")
     parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument(
+        "--merge", action="store_true", help="replace only these types' rows of the existing reach.csv, keep the rest"
+    )
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--table", action="store_true", help="only write reach.md again from reach.csv")
     args = parser.parse_args()
+    if args.table:
+        (args.out / "reach.md").write_text(table(read_rows(args.out / "reach.csv")))
+        return 0
     types = args.types.split(",") if args.types else text_types()
     from bertgraph.errors import BertgraphError
     from bertgraph.model.families.generic import text_refusal
@@ -186,6 +281,10 @@ def main() -> int:
             row = run_one(model_type, args.timeout)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
+    if args.merge:
+        fresh = {row["model_type"]: row for row in rows}
+        kept = [fresh.pop(row["model_type"], row) for row in read_rows(args.out / "reach.csv")]
+        rows = sorted(kept + list(fresh.values()), key=lambda row: str(row["model_type"]))
     with (args.out / "reach.csv").open("w", newline="") as stream:
         writer = csv.DictWriter(stream, FIELDS, extrasaction="ignore")
         writer.writeheader()

@@ -483,7 +483,11 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 
 def _parameter_stats(args: argparse.Namespace) -> dict[str, Any]:
-    """Parameter statistics; a cached graph answers without importing torch."""
+    """Parameter statistics; a cached graph answers without importing torch.
+
+    A family record's model is counted from its module tree alone (its types trace); a type
+    without a record is traced once (and cached), so that ``params`` says when it cannot be.
+    """
     if _is_onnx(args):
         return _architecture(args, args.head).params()
     from bertgraph import cache
@@ -494,9 +498,27 @@ def _parameter_stats(args: argparse.Namespace) -> dict[str, Any]:
         cached = cache.load(spec)
         if cached is not None:
             return Architecture(cached).params()
+    if spec.family.inferred:
+        arch, untraced = _traced_or_tree(args, spec)
+        return {**arch.params(), **untraced}
     from bertgraph.tracing import skeleton
 
     return Architecture(skeleton(spec)).params()
+
+
+def _traced_or_tree(args: argparse.Namespace, spec: ModelSpec) -> tuple[Architecture, dict[str, str]]:
+    """The traced model, or, where torch.export cannot trace it, its module tree alone (what
+    counts, folding and mixture-of-experts sizes need) with ``not_traced`` (the cause, where it
+    stopped) and ``trace_cause`` (its key in ``tracing.causes.CAUSES``)."""
+    from bertgraph.api import Architecture, load
+    from bertgraph.errors import TraceError
+
+    try:
+        return load(spec, use_cache=not args.no_cache), {}
+    except TraceError as error:
+        from bertgraph.tracing import skeleton
+
+        return Architecture(skeleton(spec)), {"not_traced": error.where or str(error), "trace_cause": error.cause}
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -504,8 +526,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
     _refuse_config_options_for_onnx(args)
     _table_output(args)
-    arch = _architecture(args, args.head)
-    summary = arch.summary(depth=args.depth, fold=not args.unfold)
+    untraced: dict[str, str] = {}
+    if _is_onnx(args):
+        arch = _architecture(args, args.head)
+    else:
+        arch, untraced = _traced_or_tree(args, _spec(args, args.head))
+    summary = {**arch.summary(depth=args.depth, fold=not args.unfold), **untraced}
     from bertgraph.graph.generation import kv_cache_summary
 
     kv_cache = kv_cache_summary(arch.graph)

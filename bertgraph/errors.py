@@ -44,7 +44,16 @@ class CheckpointError(BertgraphError):
 
 
 class TraceError(BertgraphError):
-    """torch.export could not trace the model."""
+    """torch.export could not trace the model.
+
+    ``cause`` is a key of ``tracing.causes.CAUSES``; ``where`` the cause with the module and the
+    source line it stopped at (the message without the model's name, the reason and the advice).
+    """
+
+    def __init__(self, message: str, cause: str = "", where: str = "") -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.where = one_line(where)
 
 
 class RenderError(BertgraphError):

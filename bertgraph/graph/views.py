@@ -621,9 +621,44 @@ def fold_repeats(graph: nx.DiGraph, content: dict[str, str] | None = None) -> nx
             raise ValueError("fold a view with the sibling_content() of the operator graph it was made from")
         content = sibling_content(graph)
     result = graph
+    parallel = parallel_lists(graph)
     for container in _list_containers(graph):
-        result = _fold_container(result, container, content)
+        if container not in parallel:
+            result = _fold_container(result, container, content)
     return result
+
+
+def parallel_lists(graph: nx.DiGraph) -> dict[str, tuple[str, ...]]:
+    """Numbered lists of one parent that together make the layers (XLM's ``attentions``,
+    ``layer_norm1``, ``ffns``, ``layer_norm2``): each list → the group, in path order.
+
+    Lists are parallel when they have the same indices and run index by index — every op of
+    index ``i`` of any of them before every op of index ``i + 1`` — so layer ``i`` is their
+    ``i``-th items together. Folded one list at a time they would draw a cycle (the attentions box
+    feeding the feed-forward box feeding the attentions box, through the parent's own adds between
+    them), so neither the drawing nor ``summary`` folds them.
+    """
+    return dict(_kept(graph, "parallel_lists", lambda: _parallel_lists(graph)))
+
+
+def _parallel_lists(graph: nx.DiGraph) -> dict[str, tuple[str, ...]]:
+    by_parent: dict[str, list[str]] = defaultdict(list)
+    for container in _list_containers(graph):
+        by_parent[container.rsplit(".", 1)[0] if "." in container else ""].append(container)
+    found: dict[str, tuple[str, ...]] = {}
+    for containers in by_parent.values():
+        indices = {container: frozenset(_members(graph, container)) for container in containers}
+        for same in {frozenset(c for c in containers if indices[c] == index) for index in indices.values()}:
+            group = tuple(sorted(same))
+            if len(group) < 2 or len(indices[group[0]]) < 2:
+                continue
+            order: list[int] = []
+            for node in g.ops_in_order(graph):
+                module = str(graph.nodes[node].get(g.MODULE, ""))
+                order += [i for i in (_member_of(module, c) for c in group) if i is not None]
+            if order == sorted(order):  # index by index, not one list after another
+                found.update(dict.fromkeys(group, group))
+    return found
 
 
 def _list_containers(graph: nx.DiGraph) -> list[str]:

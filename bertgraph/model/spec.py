@@ -95,7 +95,9 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         fields[name] = replace(rule, default=defaults.get(name))
     for name in config or {}:
         if name.endswith(_PROBABILITY_SUFFIXES):
-            fields.setdefault(name, Field("probability", nullable=True))
+            # ESM's token_dropout is a switch, not a probability; a record's families have none such.
+            flag = family.inferred and isinstance((config or {})[name], bool)
+            fields.setdefault(name, Field("boolean") if flag else Field("probability", nullable=True))
         elif name.endswith(_EPSILON_SUFFIXES):
             # A record's families always set their epsilon; a type read off transformers may leave it to the code.
             fields.setdefault(name, Field("number", nullable=family.inferred))

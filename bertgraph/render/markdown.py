@@ -47,6 +47,9 @@ def generate_param_rows(stats: dict[str, Any]) -> Iterable[str]:
 def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     yield f"## Parameters of {md(stats['model'])} · {md(stats['model_class'])}"
     yield ""
+    if stats.get("not_traced"):
+        yield md(text.not_traced_line(stats)) + "."
+        yield ""
     yield from generate_param_groups(stats)
     yield ""
     yield f"{len(stats['parameters'])} parameter tensors:"
@@ -75,11 +78,17 @@ def generate_summary_table(summary: dict[str, Any]) -> Iterable[str]:
     )
 
 
+_FOLDED = "Rows inside a folded group count one instance."
+
+
 def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     yield f"## {md(summary['model'])} · {md(summary['model_class'])}"
     yield ""
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
-    yield f"Example input {md(example)}; shapes name these dimensions. Rows inside a folded group count one instance."
+    if summary.get("not_traced"):
+        yield md(text.not_traced_line(summary)) + f". {_FOLDED}"
+    else:
+        yield f"Example input {md(example)}; shapes name these dimensions. {_FOLDED}"
     yield ""
     if summary.get("roles_inferred"):
         yield "Roles inferred from the module tree (bertgraph has no record of this model type)."

@@ -33,9 +33,18 @@ def title(stats: dict[str, Any]) -> str:
     return terminal_text(f"{stats['model']} · {stats['model_class']} (head: {stats['head']})")
 
 
+def not_traced_line(data: dict[str, Any]) -> str:
+    """Counts and folding from the module tree alone, and why there is no trace."""
+    return terminal_text(
+        f"not traced: {data['not_traced']}; counts and folding come from the module tree, shapes need a trace"
+    )
+
+
 def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     """Every parameter, then totals and groups with their share."""
     yield title(stats)
+    if stats.get("not_traced"):
+        yield not_traced_line(stats)
     yield ""
     yield from table(
         ["Parameter", "Shape", "Count", "Trainable"],
@@ -102,7 +111,10 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     rows = summary["rows"]
     yield title(summary)
     example = ", ".join(f"{k}={v}" for k, v in summary["example"].items())
-    yield terminal_text(f"example input: {example}; shapes show these dims by name")
+    if summary.get("not_traced"):
+        yield not_traced_line(summary)
+    else:
+        yield terminal_text(f"example input: {example}; shapes show these dims by name")
     if summary.get("roles_inferred"):
         yield "roles inferred from the module tree (transformers has this model type; bertgraph has no record of it)"
     if "active" in summary:

@@ -11,6 +11,8 @@ dynamic-shape export as the last fallback.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import linecache
 import math
 import operator
@@ -31,7 +33,7 @@ from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, build_model, example_inputs
 from bertgraph.model.build import ordered_sets
 from bertgraph.model.families import Stack
-from bertgraph.tracing import collector
+from bertgraph.tracing import causes, collector
 from bertgraph.tracing.dims import (
     DimsError,
     example_sizes,
@@ -210,10 +212,11 @@ def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ..
     device = next(model.parameters()).device
     inputs = example_inputs(spec, device=device, shape=shape)
     try:
-        with without_stack_traces(), ordered_sets(model):
+        # torch.export prints the partial graph of a failed export to stderr: the cause line says enough.
+        with without_stack_traces(), ordered_sets(model), contextlib.redirect_stderr(io.StringIO()):
             return _export(model, spec, inputs, shape)
     except Exception as error:
-        raise TraceError(_trace_failure(error, model, spec)) from error
+        raise TraceError(*_trace_failure(error, model, spec)) from error
 
 
 @contextmanager
@@ -251,8 +254,9 @@ def _export(
         return torch.export.export(model, (), inputs, strict=False)
 
 
-def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec) -> str:
-    """One line naming the deepest module the failed trace was in, and the line it stopped at.
+def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec) -> tuple[str, str, str]:
+    """One line naming the cause (:mod:`bertgraph.tracing.causes`), the deepest module the failed
+    trace was in and the line it stopped at; the cause's key; and the line's middle part.
 
     The line is the innermost frame outside torch itself: the model's (or a hook's) code.
     """
@@ -260,17 +264,20 @@ def _trace_failure(error: BaseException, model: torch.nn.Module, spec: ModelSpec
 
     names = {id(module): name for name, module in model.named_modules()}
     torch_dir = str(Path(torch.__file__).parent)
-    module_text = line_text = ""
+    own_dir = str(Path(__file__).resolve().parent.parent)  # bertgraph's export call is no model line
+    module_text = line_text = code = ""
     for frame, lineno in traceback.walk_tb(error.__traceback__):
         owner = frame.f_locals.get("self")
         if id(owner) in names:
             module_text = f" in module '{names[id(owner)] or '<root>'}' ({type(owner).__name__})"
         filename = frame.f_code.co_filename
-        if not filename.startswith(torch_dir):
+        # Generated code (``<string>``) has no line to quote.
+        if not filename.startswith((torch_dir, own_dir, "<")):
             code = linecache.getline(filename, lineno).strip()
             line_text = f" at {Path(filename).name}:{lineno} `{code}`"
-    message = first_line(error)
-    return f"torch.export could not trace {spec.name} ({spec.model_class}){module_text}{line_text}: {message}"
+    found = causes.classify(error, code)
+    line, where = causes.trace_line(spec.name, spec.model_class, found, module_text + line_text, first_line(error))
+    return line, found.kind, where
 
 
 # --- ExportedProgram → graph ------------------------------------------------------------

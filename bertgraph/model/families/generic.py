@@ -19,6 +19,7 @@ from typing import Any
 
 from bertgraph.errors import ConfigError, first_line
 from bertgraph.model.families.bert import LAST_HIDDEN, LOGITS
+from bertgraph.model.families.generic_repairs import fit_shrunk, repair
 from bertgraph.model.families.record import (
     CROSS_ATTENTION,
     DECODER,
@@ -44,7 +45,7 @@ from bertgraph.model.families.record import (
 SIZE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "num_encoder_layers"),
     "decoder_layers": ("decoder_layers", "num_decoder_layers"),
-    "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim", "embed_dim"),
+    "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim", "embed_dim", "emb_dim"),
     "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
     "decoder_heads": ("decoder_attention_heads",),
     "kv_heads": ("num_key_value_heads", "n_kv_heads", "num_kv_heads"),
@@ -56,6 +57,8 @@ SIZE_FIELDS: Mapping[str, tuple[str, ...]] = {
     "experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
     "experts_per_token": ("num_experts_per_tok", "num_experts_per_token", "moe_topk", "moe_k"),
 }
+# A head's own size, where the hidden size need not divide by the heads (Reformer's 12 heads of 64 in 256).
+HEAD_SIZE_FIELDS = ("head_dim", "attention_head_size", "d_kv", "kv_channels", "head_size")
 _ACTIVATION_FIELDS = ("hidden_act", "activation_function", "hidden_activation", "activation", "act_fn")
 
 # What small_config sets wherever a type's config has the field: a model of a few hundred
@@ -92,7 +95,7 @@ SMALL: Mapping[str, Any] = {
     "use_cache": False,
 }
 # Leading dense layers of a mixture-of-experts stack: one, so a two-layer model has both kinds.
-_FIRST_DENSE = ("first_k_dense_replace",)
+_FIRST_DENSE = ("first_k_dense_replace", "num_dense_layers")
 _TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id", "cls_token_id")
 # Forward arguments that say a model reads something other than text.
 NON_TEXT_INPUTS = (
@@ -196,6 +199,8 @@ SHALLOW = frozenset(
 )
 # How far small_config shrinks: every size, depth and experts only, or nothing (the type's default).
 LEVELS = ("small", "shallow", "default")
+# Builds a default config gets before it is given up: each repair fixes one field.
+_MAX_REPAIRS = 8
 
 
 def small_config(model_type: str, level: str = "small", **extra: Any) -> dict[str, Any]:
@@ -240,6 +245,13 @@ def small_config(model_type: str, level: str = "small", **extra: Any) -> dict[st
         if isinstance(value, dict) and "use_cache" in value:
             value["use_cache"] = False
     _fit_layer_lists(config)
+    if config.get("pad_token_id", 0) is None and _source_has(model_type, ".ne(padding_idx)"):
+        config["pad_token_id"] = 0  # positions counted from the padding (ESM, as RoBERTa): there must be one
+    if level != "default":
+        mrope = _source_has(model_type, "mrope_section")
+        old, new = _hidden(defaults), _hidden(config)
+        rotary = _rotary_half(config) if level == "small" else None
+        fit_shrunk(config, _layer_count(config), rotary, mrope, (old, new) if old and new else None)
     for name in ("architectures", "transformers_version", "auto_map", "_name_or_path"):
         config.pop(name, None)
     config["model_type"] = model_type
@@ -257,9 +269,70 @@ def _fill_none(config: dict[str, Any]) -> None:
         config["num_experts_per_tok"] = SMALL["num_experts_per_tok"]
 
 
+def _layer_count(config: Mapping[str, Any]) -> int | None:
+    return next((config[name] for name in SIZE_FIELDS["layers"] if _count(config.get(name))), None)
+
+
+def _hidden(config: Mapping[str, Any]) -> int | None:
+    return next((config[n] for n in SIZE_FIELDS["hidden"] if _count(config.get(n))), None)
+
+
+def _rotary_half(config: Mapping[str, Any]) -> int | None:
+    """Half the rotary size of one head: how many frequencies a position has."""
+    hidden = _hidden(config)
+    heads = next((config[n] for n in SIZE_FIELDS["heads"] if _count(config.get(n))), None)
+    head = config.get("head_dim") if _count(config.get("head_dim")) else (hidden // heads if hidden and heads else None)
+    found = config.get("rope_parameters")
+    rope: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    factor = rope.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
+    if not head or not isinstance(factor, (int, float)):
+        return None
+    return int(head * factor) // 2
+
+
+@functools.cache
+def _source(model_type: str) -> str:
+    """The type's modeling code, for the few repairs that depend on what it does with a field."""
+    import sys
+
+    module = sys.modules.get(head_class(model_type, "base").__module__)
+    try:
+        return inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):
+        return ""
+
+
+def _source_has(model_type: str, text: str) -> bool:
+    """Whether the type's modeling code holds ``text`` (``mrope_section``: rotary frequencies split
+    into sections, which must add up to half a shrunk head)."""
+    return text in _source(model_type)
+
+
+def built_config(model_type: str, level: str = "small") -> tuple[dict[str, Any], Any]:
+    """:func:`small_config` at ``level`` and the meta model transformers builds from it, repaired
+    (:mod:`generic_repairs`) as often as a build failure names a field a repair knows.
+
+    Raises:
+        Exception: transformers' own error of the last build, when no repair applies.
+    """
+    import torch
+
+    base = head_class(model_type, "base")
+    config = small_config(model_type, level)
+    for _ in range(_MAX_REPAIRS):
+        try:
+            made = base.config_class(**{k: v for k, v in config.items() if k != "model_type"})
+            with torch.device("meta"):
+                return config, base(made)
+        except Exception as error:
+            if not repair(config, error, _layer_count(config)):
+                raise
+    raise ConfigError(f"transformers cannot build {base.__name__} from its default config after {_MAX_REPAIRS} repairs")
+
+
 def _fit_layer_lists(config: dict[str, Any]) -> None:
     """Per-layer lists (``layer_types``, …) cut to the shrunk layer count."""
-    layers = next((config[name] for name in SIZE_FIELDS["layers"] if isinstance(config.get(name), int)), None)
+    layers = _layer_count(config)
     if layers is None:
         return
     for name in ("layer_types", "mlp_layer_types", "layers_block_type"):
@@ -282,21 +355,18 @@ def _generic_family(model_type: str) -> Family:
     refusal = text_refusal(model_type)
     if refusal is not None:
         raise ConfigError(refusal + "; bertgraph draws text models")
-    import torch
-
     base = head_class(model_type, "base")
     for level in LEVELS:
         try:
-            small = small_config(model_type, level)
-            config = base.config_class(**{k: v for k, v in small.items() if k != "model_type"})
-            with torch.device("meta"):
-                model = base(config)
+            _, model = built_config(model_type, level)
+            config = model.config
             break
         except Exception as error:  # the shallow shrink is tried next; its failure is reported
             failure = error
     else:
         raise ConfigError(
-            f"transformers cannot build {base.__name__} from its default config: {first_line(failure)}"
+            f"transformers cannot build {base.__name__} from its default config: {first_line(failure)}; "
+            "give the checkpoint's config.json instead of the type's defaults"
         ) from failure
     values = config.to_dict()
     sizes = _sizes(values)
@@ -324,10 +394,10 @@ def _generic_family(model_type: str) -> Family:
         heads=frozen(heads),
         sizes=frozen(sizes),
         stacks=tuple(stacks),
-        roles=tuple(_roles(model, stacks)),
+        roles=tuple(_roles(model, stacks, values.get(sizes["layers"]) if "layers" in sizes else None)),
         fallbacks=frozen(fallbacks),
         activation=activation,
-        head_dim="head_dim" if "head_dim" in values else None,
+        head_dim=next((name for name in HEAD_SIZE_FIELDS if name in values), None),
         uses="roles inferred from the module tree",
         inferred=True,
     )
@@ -380,17 +450,28 @@ def _stacks(model: Any, values: Mapping[str, Any], sizes: Mapping[str, str]) -> 
         kind = DECODER if decoder_side or "encoder" not in path else ENCODER
         types = "layer_types" if isinstance(values.get("layer_types"), list) else None
         stacks.append(Stack(path, kind, size, types=types if size == "layers" else None))
-    if len(stacks) == 1 and not stacks[0].path.startswith("encoder"):
-        # A single stack is the model's decoder unless the model is an encoder.
-        return [stacks[0]]
-    return stacks
+    keys = [(stack.path.rpartition(".")[0], stack.kind, stack.size) for stack in stacks]
+    # Lists beside each other under one parent, each a layer's part (XLM's attentions and ffns), are no stack.
+    return [stack for stack, key in zip(stacks, keys) if keys.count(key) == 1]
 
 
-def _roles(model: Any, stacks: list[Stack]) -> list[tuple[str, str]]:
-    """Role rules over paths relative to the base model, from class and attribute names."""
+def _roles(model: Any, stacks: list[Stack], layers: int | None = None) -> list[tuple[str, str]]:
+    """Role rules over paths relative to the base model, from class and attribute names.
+
+    An item of a per-layer list (one item per layer, ``layers`` of them) that is not a stack
+    (XLM's ``attentions.3``, ``ffns.3``) has the role its class gives a layer's part.
+    """
     from torch import nn
 
     rules: dict[str, str] = {}
+    for path, module in model.named_modules():
+        per_layer = isinstance(module, nn.ModuleList) and layers is not None and len(module) == layers
+        if per_layer and not any(s.path == path or path.startswith(s.path + ".") for s in stacks):
+            first = next(iter(module), None)
+            name = path.rsplit(".", 1)[-1]
+            role = None if first is None else _layer_part_role(name, type(first).__name__, first, nn)
+            if role is not None:
+                rules[re.escape(path) + r"\.\d+"] = role
     layer_of = {stack.path: re.escape(stack.path) for stack in stacks}
     for path, module in model.named_modules():
         if not path:
