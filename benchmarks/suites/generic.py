@@ -7,47 +7,19 @@ is rendered with its base head, the graph cache emptied before every run, models
 
 from __future__ import annotations
 
-from harness import BERTGRAPH, Command, Context, Stored, Suite, Target, ratio
+from harness import Suite
 
-BERT = "bert-base-uncased"
+from suites.families import NOTES, render_commands, render_targets
+
 # Presets of model types no hand-written record knows (model/families/generic_presets.py).
 PRESETS = ("Mistral-7B", "Phi-3-mini", "OLMo-2-1B", "Mixtral-8x7B")
 LIMIT = 1.3
-
-
-def _render(ctx: Context, model: str) -> Command:
-    small = ["--layers", "2"] if ctx.smoke else []
-    out = str(ctx.work / f"{model}.svg")
-    return Command([BERTGRAPH, "render", model, "--head", "base", *small, "-o", out], cache="cold")
-
-
-def commands(ctx: Context) -> dict[str, Command]:
-    return {model: _render(ctx, model) for model in (BERT, *PRESETS)}
-
-
-def targets(stored: dict[str, Stored]) -> list[Target]:
-    bert = stored[BERT]
-    rows = []
-    for model in PRESETS:
-        time = ratio(stored[model].seconds, bert.seconds)
-        rows.append(
-            Target(
-                f"cold render of {model} (no record): ≤ {LIMIT} × bert-base's",
-                f"{time:.2f} × ({stored[model].seconds:.2f} s vs {bert.seconds:.2f} s, {stored[model].peak_mb:.0f} MB)",
-                time <= LIMIT,
-            )
-        )
-    return rows
-
 
 SUITE = Suite(
     name="generic",
     title="Cold render of models without a record next to bert-base's",
     order=26,
-    commands=commands,
-    targets=targets,
-    notes=(
-        "Each preset with the base head, the graph cache emptied before every run; all models run in turn "
-        "(A B C … A B C …), so each ratio compares runs of the same window.",
-    ),
+    commands=render_commands(PRESETS),
+    targets=render_targets(PRESETS, LIMIT, " (no record)"),
+    notes=NOTES,
 )
