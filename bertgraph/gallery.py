@@ -110,8 +110,8 @@ def build_gallery(
     written += families.write_families(schematic_graphs, folder / "families.svg", "svg", warn=warn, view="schematic")
     written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn, view="schematic")
     example = Example()
-    found = masks.masks_of(((str(graph.graph[g.G_NAME]), graph) for graph in schematic_graphs), example)
-    written.append(write_atomic(folder / "masks.svg", masks.figure(found, "svg")))
+    model_masks = masks.masks_of(((str(graph.graph[g.G_NAME]), graph) for graph in schematic_graphs), example)
+    written.append(write_atomic(folder / "masks.svg", masks.figure(model_masks, "svg")))
     for model in FAMILY_FIGURES:
         graph = load(resolve(model, "base"), use_cache=use_cache).graph
         written.append(write_diagram(graph, folder / f"{model}-depth2.svg", depth=2, warn=warn))

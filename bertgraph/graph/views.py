@@ -219,8 +219,8 @@ def fold_calls(graph: nx.DiGraph) -> nx.DiGraph:
     result = nx.DiGraph()
     result.graph.update(graph.graph)
     stands_for: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for node, first in counterpart.items():
-        stands_for[first].append(graph.nodes[node])
+    for node, kept in counterpart.items():
+        stands_for[kept].append(graph.nodes[node])
     for node in g.ops_in_order(graph):
         if node in counterpart:
             continue

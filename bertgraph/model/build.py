@@ -212,7 +212,7 @@ def example_inputs(
     return inputs
 
 
-class _SortedIterationSet(set):  # type: ignore[type-arg]
+class _SortedIterationSet(set):
     """A set that iterates in sorted order. Modeling code that loops over ``set(...)``
     (ModernBERT's rotary embeddings per layer type) then runs its ops in one order whatever
     Python's string hashing is, so a trace, and every file made from it, is the same in every

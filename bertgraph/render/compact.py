@@ -51,7 +51,7 @@ def _remove_node(diagram: Diagram, node_id: str, rerouted: list[Edge], heir: str
     diagram.edges = kept
 
     def inherit(group: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(heir if n == node_id else n for n in group if n != node_id or heir))
+        return tuple(dict.fromkeys((heir or n) if n == node_id else n for n in group if n != node_id or heir))
 
     diagram.same_rank = [group for group in map(inherit, diagram.same_rank) if len(group) > 1]
     diagram.left_of = [(pair[0], pair[1]) for pair in map(inherit, diagram.left_of) if len(pair) == 2]

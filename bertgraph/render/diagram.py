@@ -431,9 +431,9 @@ class _Labeller:
         else:
             tooltip += f"\n{figures.count(params)} parameters"
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
-        lines = tuple(line for line in module_lines if line)  # an empty line is an empty <font>, which DOT refuses
+        shown = tuple(line for line in module_lines if line)  # an empty line is an empty <font>, which DOT refuses
         title = roles.module_title(self.graph, module) or self.short_name(module)
-        return Node(node_id, title, lines, tooltip + fold_note, kind, "module")
+        return Node(node_id, title, shown, tooltip + fold_note, kind, "module")
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
