@@ -80,3 +80,19 @@ def chain(kinds: list[str], container: str = "stack.layer", params: int = 10) ->
     graph.graph[g.G_MODULES] = modules
     graph.graph[g.G_PARAMETERS] = parameters
     return graph
+
+
+def interleaved_chain(count: int = 3) -> nx.DiGraph:
+    """``chain`` of ``count`` identical siblings with an op of their parent between each two (a flip,
+    as VITS's flows have): ``x → layer.0 → stack:flip → layer.1 → stack:flip_1 → … → y``."""
+    graph = chain(["A"] * count)
+    for index in range(count - 1):
+        flip = "stack:flip" + (f"_{index}" if index else "")
+        source, target = f"stack.layer.{index}:A", f"stack.layer.{index + 1}:A"
+        graph.remove_edge(source, target)
+        graph.add_node(flip, **op("stack", "flip", graph.nodes[source][g.ORDER], module_type="Stack"))
+        graph.add_edge(source, flip, **{g.SHAPE: ["batch", 4], g.DTYPE: "float32"})
+        graph.add_edge(flip, target, **{g.SHAPE: ["batch", 4], g.DTYPE: "float32"})
+    for number, node in enumerate(nx.topological_sort(graph)):  # each flip right after the sibling it reads
+        graph.nodes[node][g.ORDER] = number
+    return graph

@@ -13,7 +13,7 @@ import pytest
 
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats
-from tests.graph_fixtures import bert_tiny, chain
+from tests.graph_fixtures import bert_tiny, chain, interleaved_chain
 
 EMBEDDINGS = 30522 * 128 + 512 * 128 + 2 * 128 + 2 * 128  # word, position, token type tables, LayerNorm
 LAYER = 4 * (128 * 128 + 128) + 2 * 256 + 128 * 512 + 512 + 512 * 128 + 128
@@ -455,3 +455,11 @@ def test_outputs_are_listed_in_execution_order() -> None:
     graph.nodes["stack.layer.0:A"][g.ORDER] = 0
     graph.add_edge("stack.layer.0:A", "a_first")
     assert [output["name"] for output in stats.diff(graph, graph)["a"]["outputs"]] == ["a_first", "y"]
+
+
+def test_siblings_that_pass_data_through_their_parents_ops_are_rows_of_their_own() -> None:
+    """As the drawing leaves them unfolded, so does the summary."""
+    rows = [r for r in stats.summary_rows(interleaved_chain()) if r["path"].startswith("stack.layer.")]
+    assert [r["path"] for r in rows] == ["stack.layer.0", "stack.layer.1", "stack.layer.2"]
+    folded = [r for r in stats.summary_rows(chain(list("AAA"))) if r["path"].startswith("stack.layer.")]
+    assert [r["path"] for r in folded] == ["stack.layer.0"]

@@ -14,7 +14,7 @@ import pytest
 from bertgraph.graph import schema as g
 from bertgraph.graph import views
 from bertgraph.graph.poly import Poly
-from tests.graph_fixtures import bert_tiny, chain, op
+from tests.graph_fixtures import bert_tiny, chain, interleaved_chain, op
 
 TOTAL = 4_584_450  # bert-tiny, 3 layers, sequence classification: the sum of its parameter rows
 LAYER = 198_272  # one BertLayer of hidden 128, intermediate 512 (4·(128²+128) + 2·256 + 2·(128·512) + 512 + 128)
@@ -801,3 +801,19 @@ def test_list_containers_are_listed_outermost_first_then_by_name() -> None:
     for index, path in enumerate(paths):
         graph.add_node(path, **op(path, "relu", index))
     assert views._list_containers(graph) == ["a", "b", "m", "y", "z", "m.0.a", "m.0.c", "z.0.b", "m.0.a.0.q"]
+
+
+def test_siblings_that_pass_data_through_their_parents_ops_do_not_fold() -> None:
+    """Folded, ``layer.0-2`` would feed the flips and they it: a cycle. Neither is folded."""
+    graph = interleaved_chain()
+    assert views.interleaved_lists(graph) == {"stack.layer"}
+    assert views.fold_repeats(graph) is graph
+    for depth in (1, 2, 3, 4):
+        assert nx.is_directed_acyclic_graph(views.view(graph, depth)), depth
+    shown = views.view(graph, 4)
+    assert sorted(n for n in shown if n.startswith("stack.layer")) == [f"stack.layer.{i}:A" for i in range(3)]
+    assert views.interleaved_lists(chain(list("AAA"))) == frozenset()  # back to back, they fold
+    two = interleaved_chain(2)
+    assert views.interleaved_lists(two) == {"stack.layer"}
+    single = chain(["A"])
+    assert views.interleaved_lists(single) == frozenset()  # one item has nothing to fold with

@@ -15,7 +15,14 @@ import networkx as nx
 from bertgraph.graph import roles
 from bertgraph.graph import schema as g
 from bertgraph.graph.facts.summary import architecture
-from bertgraph.graph.views import display_levels, display_name, fold_plan, parallel_lists, sibling_content
+from bertgraph.graph.views import (
+    display_levels,
+    display_name,
+    fold_plan,
+    interleaved_lists,
+    parallel_lists,
+    sibling_content,
+)
 
 _CONTAINER_TYPES = frozenset({"ModuleList", "ModuleDict"})
 
@@ -157,6 +164,7 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
             kids.sort(key=lambda kid: int(kid.rsplit(".", 1)[-1]))
     content = sibling_content(graph)  # what each layer runs: the table alone misses a swapped op
     parallel = parallel_lists(graph)  # not the stack, and not folded: the drawing does not fold them
+    unfolded = parallel.keys() | interleaved_lists(graph)  # nor lists whose items pass data through others
     shared = roles.shared_modules(graph)
     signature_cache: dict[str, str] = {}
 
@@ -196,7 +204,7 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
             row["attention"] = attention
         rows.append(row)
         kids = children[path]
-        container = info.get("type") in _CONTAINER_TYPES and path not in parallel
+        container = info.get("type") in _CONTAINER_TYPES and path not in unfolded
         plan = (
             fold_plan([signature(kid) for kid in kids]) if fold and container else [(i, 1, 1) for i in range(len(kids))]
         )

@@ -622,10 +622,41 @@ def fold_repeats(graph: nx.DiGraph, content: dict[str, str] | None = None) -> nx
         content = sibling_content(graph)
     result = graph
     parallel = parallel_lists(graph)
+    interleaved = interleaved_lists(graph)
     for container in _list_containers(graph):
-        if container not in parallel:
+        if container not in parallel and container not in interleaved:
             result = _fold_container(result, container, content)
     return result
+
+
+def interleaved_lists(graph: nx.DiGraph) -> frozenset[str]:
+    """Numbered lists whose items hand data to each other through ops outside the list (VITS's
+    flows, a flip between each two): folded, the list would feed those ops and they the list, a
+    cycle, so neither the drawing nor ``summary`` folds them."""
+    return frozenset(_kept(graph, "interleaved_lists", lambda: _interleaved_lists(graph)))
+
+
+def _interleaved_lists(graph: nx.DiGraph) -> set[str]:
+    found = set()
+    for container in _list_containers(graph):
+        members = _members(graph, container)
+        if len(members) < 2:
+            continue  # one item (a shared layer called again and again) has nothing to fold with
+        inside = {node for nodes in members.values() for node in nodes}
+        # from the list's outputs, walk only outside it: reaching the list again is a loop once folded
+        seen: set[str] = set()
+        todo = [b for a in inside for b in graph.successors(a) if b not in inside]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            following = list(graph.successors(node))
+            if any(b in inside for b in following):
+                found.add(container)
+                break
+            todo += [b for b in following if b not in seen]
+    return found
 
 
 def parallel_lists(graph: nx.DiGraph) -> dict[str, tuple[str, ...]]:
