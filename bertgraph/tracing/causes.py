@@ -25,10 +25,16 @@ CAUSES: dict[str, str] = {
     "default config cannot build": "transformers cannot build the model from its type's default config",
     "config refused": "bertgraph refuses a field of the config",
 }
-# What to do: the module tree still counts the model, except where the config itself is at fault.
-_UNTRACED = "`summary` and `params` still work without a trace"
+# What to do, per cause.
 _ADVICE: dict[str, str] = {
+    "data-dependent branch": "`summary` and `params` still work without a trace",
+    "weights changed in forward": "`summary` and `params` still work without a trace",
+    "tensor off the model's device": "`summary` and `params` still work without a trace",
+    "runtime state needed": "`summary` and `params` still work without a trace",
+    "input besides text needed": "`summary` and `params` still work without a trace",
+    "output export cannot flatten": "`summary` and `params` still work without a trace",
     "config does not run": "give a config.json with the fields named (a published checkpoint's config has them)",
+    "unsupported op": "`summary` and `params` still work without a trace",
     "default config cannot build": "give the checkpoint's config.json instead of the type's defaults",
     "config refused": "change the field named",
 }
@@ -99,8 +105,7 @@ def trace_line(name: str, model_class: str, cause: Cause, where: str, message: s
     kind = f"{cause.kind} ({cause.detail})" if cause.detail else cause.kind
     quoted = f": {message}" if cause.kind in ("config does not run", "runtime state needed", "unsupported op") else ""
     said = f"{kind}{where}{quoted}"
-    advice = _ADVICE.get(cause.kind, _UNTRACED)
-    return f"cannot trace {name} ({model_class}): {said} — {CAUSES[cause.kind]}; {advice}", said
+    return f"cannot trace {name} ({model_class}): {said} — {CAUSES[cause.kind]}; {_ADVICE[cause.kind]}", said
 
 
 def cause_of(message: str) -> str:
