@@ -96,3 +96,20 @@ TINY: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 64,
     },
 }
+
+
+def shallow(model_type: str, config: dict[str, Any], layers: int = 2) -> dict[str, Any]:
+    """``config`` with at most ``layers`` layers in each stack.
+
+    For tests of what one export holds rather than of layer growth: torch.export's time grows with
+    every layer (a T5 of 4 + 4 layers exports in twice the time of one of 2 + 2), and two layers
+    still differ where the family's do (T5's relative bias only in layer 0, ModernBERT's global
+    layer 0 before a sliding one).
+    """
+    from bertgraph.model.families import family_of
+
+    family = family_of(model_type)
+    assert family is not None, model_type
+    fields = [family.sizes[name] for name in ("layers", "decoder_layers") if name in family.sizes]
+    fields.append("num_hidden_layers")  # BART's alias of encoder_layers
+    return {**config, **{field: min(layers, config[field]) for field in fields if field in config}}

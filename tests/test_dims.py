@@ -24,7 +24,7 @@ from bertgraph.tracing.dims import (
     single_sizes,
 )
 from bertgraph.tracing.export import MAX_DYNAMIC, shrunk_config, stack_plans, trace_module_twice
-from tests.family_configs import TINY
+from tests.family_configs import TINY, shallow
 
 
 @pytest.mark.parametrize("head", ["base", "multiple-choice", "question-answering", "pretraining"])
@@ -120,7 +120,7 @@ def _one_export(model: Any, spec: ModelSpec) -> nx.DiGraph:
 
 @pytest.mark.parametrize(("model_type", "head"), ONE_EXPORT_CASES)
 def test_one_export_gives_the_graph_two_give(model_type: str, head: str | None, tmp_path: Path) -> None:
-    config = dict(TINY[model_type])
+    config = shallow(model_type, TINY[model_type])  # the naming is per op: two layers show it as well as ten
     positions = family_of(model_type).sizes.get("max_position")
     if positions:  # 64 positions leave some tiny configs no size a single export could use
         config[positions] = 512

@@ -32,7 +32,7 @@ from bertgraph.onnx import memory
 from bertgraph.onnx.export import output_names
 from bertgraph.onnx.verify import UNDEFINED_AT_PADDING, dim_names, input_dims, random_inputs
 from bertgraph.tracing import skeleton
-from tests.family_configs import TINY
+from tests.family_configs import TINY, shallow
 from tests.matrix import covering
 
 pytestmark = pytest.mark.onnx
@@ -71,9 +71,10 @@ def _cases() -> list[Any]:
 
 
 def save_tiny(folder: Path, model_type: str, head: str, seed: int = 11) -> Path:
-    """A tiny random checkpoint of ``head`` saved with ``save_pretrained`` (safetensors)."""
+    """A tiny random checkpoint of ``head`` saved with ``save_pretrained`` (safetensors), two layers deep."""
     folder.mkdir(parents=True, exist_ok=True)
-    config = {**TINY[model_type], **TINY_FIXES.get(model_type, {})}
+    # two layers: torch.onnx's export time grows with every layer (see family_configs.shallow)
+    config = shallow(model_type, {**TINY[model_type], **TINY_FIXES.get(model_type, {})})
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     spec = resolve(str(folder), head, seq_len=SEQ)
     model_class = model_class_of(spec)
