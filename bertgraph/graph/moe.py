@@ -96,8 +96,11 @@ def expert_modules(graph: nx.DiGraph) -> set[str]:
     """The modules holding a block's routed experts: the one with fused expert tensors, or the list
     ``experts`` whose items are the experts."""
     found = set()
+    module_of = {}  # one pass over the rows: an expert list can hold thousands of parameters
+    for row in g.parameter_rows(graph):
+        module_of.setdefault(row["name"], str(row["module"]))
     for name in expert_parameters(graph):
-        module = next((str(r["module"]) for r in g.parameter_rows(graph) if r["name"] == name), "")
+        module = module_of.get(name, "")
         listed = _EXPERT_LIST.search(module)
         found.add(module[: listed.start() + len(listed.group(0).rstrip(".").rsplit(".", 1)[0])] if listed else module)
     return found
