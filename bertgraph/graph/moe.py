@@ -96,7 +96,7 @@ def expert_modules(graph: nx.DiGraph) -> set[str]:
     """The modules holding a block's routed experts: the one with fused expert tensors, or the list
     ``experts`` whose items are the experts."""
     found = set()
-    module_of = {}  # one pass over the rows: an expert list can hold thousands of parameters
+    module_of: dict[str, str] = {}  # one pass over the rows: an expert list can hold thousands of parameters
     for row in g.parameter_rows(graph):
         module_of.setdefault(row["name"], str(row["module"]))
     for name in expert_parameters(graph):
