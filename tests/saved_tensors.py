@@ -41,7 +41,9 @@ def saved_bytes_by_module(model: torch.nn.Module, inputs: Mapping[str, Any]) -> 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
             # A view's output shares an operand's storage: only a storage the op made is charged to it.
-            operands = {t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+            operands = {
+                t.untyped_storage().data_ptr() for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)
+            }
             for tensor in tree_leaves(out):
                 if isinstance(tensor, torch.Tensor) and tensor.untyped_storage().data_ptr() not in operands:
                     creator[tensor.untyped_storage().data_ptr()] = running[-1] if running else ""

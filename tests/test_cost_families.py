@@ -24,7 +24,7 @@ from bertgraph.graph import cost
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.graph.stats import summary_rows
-from bertgraph.model import ModelSpec, build_model, example_inputs, family_of, resolve
+from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
 from bertgraph.render import markdown, text
 from bertgraph.render.report import generate_cost_lines
 from tests.exported import flop_counter

@@ -125,9 +125,7 @@ def test_a_layout_that_fails_is_left_for_its_directive(tmp_path: Path, monkeypat
         draw.html(REQUESTS[0])
 
 
-def test_docs_store_in_the_cache_what_the_command_line_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_docs_store_in_the_cache_what_the_command_line_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A docs build fills the same cache entries the command line reads: costed, with the facts read."""
     from bertgraph import api, cache
     from bertgraph.graph import schema as g

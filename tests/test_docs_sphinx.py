@@ -126,7 +126,9 @@ def test_tables_are_literal_blocks(builds: dict[str, Build], traced: Callable[..
     assert "base vs sequence-classification" in html.unescape(builds["first"].page("tables"))
 
 
-def test_the_schematic_and_the_masks_of_several_models(builds: dict[str, Build], traced: Callable[..., Architecture]) -> None:
+def test_the_schematic_and_the_masks_of_several_models(
+    builds: dict[str, Build], traced: Callable[..., Architecture]
+) -> None:
     """Both figures drawn from the models' traces: the folder beside the page found, the masks evaluated."""
     from bertgraph.graph.masks import Example, model_masks
     from bertgraph.render import masks
@@ -134,7 +136,13 @@ def test_the_schematic_and_the_masks_of_several_models(builds: dict[str, Build],
     page = builds["first"].page("figures")
     schematic, grids = re.findall(r"<svg .*?</svg>", page, re.DOTALL)
     gpt2 = traced(str(builds["first"].source / "tiny-gpt2")).graph
-    for needle in ("bert-tiny", "encoder-only", "bidirectional self-attention", "decoder-only", "causal self-attention"):
+    for needle in (
+        "bert-tiny",
+        "encoder-only",
+        "bidirectional self-attention",
+        "decoder-only",
+        "causal self-attention",
+    ):
         assert needle in html.unescape(schematic), needle
     assert f"{traced('bert-tiny').params()['total']:,} params" in schematic
     (causal,) = model_masks(gpt2, Example(6))
@@ -227,7 +235,9 @@ def test_builds_side_by_side_trace_each_model_once(tmp_path: Path) -> None:
     traced_models = [
         line.split("traced ")[1] for log in logs for line in log.splitlines() if "bertgraph: traced" in line
     ]
-    assert sorted(traced_models) == ["bert-tiny (base)", "bert-tiny (sequence-classification)", "tiny-gpt2 (base)"], logs
+    assert sorted(traced_models) == ["bert-tiny (base)", "bert-tiny (sequence-classification)", "tiny-gpt2 (base)"], (
+        logs
+    )
 
 
 def _local_model_project(folder: Path) -> Path:

@@ -22,7 +22,6 @@ from bertgraph.tracing import trace
 from tests.family_configs import TINY
 from tests.matrix import tiny_head_cases
 
-
 HEAD_CASES = tiny_head_cases()
 
 # The parameter totals the model cards give, for the class they count (checked against the graph).

@@ -222,4 +222,6 @@ def test_no_progress_line_follows_the_interrupted_line() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     lines = done.stderr.splitlines()
     assert lines[-1] == "bertgraph: interrupted", done.stderr[-500:]
-    assert all(line in ("bertgraph: interrupted", "bertgraph: running PyTorch at batch 3 × sequence 45") for line in lines)
+    assert all(
+        line in ("bertgraph: interrupted", "bertgraph: running PyTorch at batch 3 × sequence 45") for line in lines
+    )

@@ -44,7 +44,9 @@ def test_three_models_read_at_9px_on_800px(traced: Any, dot_binary: str) -> None
     assert smallest_px(svg.decode() if isinstance(svg, bytes) else svg, 800) >= 9
 
 
-@pytest.mark.parametrize("models", [THREE, ("albert-base-v2", "answerdotai/ModernBERT-base", "bart-base", "TinyLlama-1.1B")])
+@pytest.mark.parametrize(
+    "models", [THREE, ("albert-base-v2", "answerdotai/ModernBERT-base", "bart-base", "TinyLlama-1.1B")]
+)
 def test_no_cycle_and_no_upward_edge(traced: Any, dot_binary: str, models: tuple[str, ...]) -> None:
     source = str(schematic.schematic_text(_graphs(traced, models), "dot"))
     ys, edges = laid_out(source)
@@ -72,7 +74,17 @@ def test_encoder_column_left_of_decoder(traced: Any, dot_binary: str) -> None:
             "t5-small",
             [
                 ["norm", "attention", "residual", "norm", "feed-forward", "residual"],
-                ["norm", "attention", "residual", "norm", "cross-attention", "residual", "norm", "feed-forward", "residual"],
+                [
+                    "norm",
+                    "attention",
+                    "residual",
+                    "norm",
+                    "cross-attention",
+                    "residual",
+                    "norm",
+                    "feed-forward",
+                    "residual",
+                ],
             ],
         ),
     ],
@@ -93,13 +105,16 @@ def test_layer_order_read_off_the_ops(traced: Any, model: str, order: list[list[
         ("t5-small", [[(-1, 2), (2, 5)], [(-1, 2), (2, 5), (5, 8)]]),
     ],
 )
-def test_residuals_start_where_the_added_tensor_was_made(traced: Any, model: str, skips: list[list[tuple[int, int]]]) -> None:
+def test_residuals_start_where_the_added_tensor_was_made(
+    traced: Any, model: str, skips: list[list[tuple[int, int]]]
+) -> None:
     _, cols = columns(traced(model).graph)
     assert [column.skips for column in cols] == skips
 
 
 @pytest.mark.parametrize(
-    "model", ["bert-base-uncased", "gpt2", "t5-small", "albert-base-v2", "modernbert-base", "TinyLlama-1.1B", "bart-base"]
+    "model",
+    ["bert-base-uncased", "gpt2", "t5-small", "albert-base-v2", "modernbert-base", "TinyLlama-1.1B", "bart-base"],
 )
 def test_ffn_width_is_the_configured_intermediate_size(traced: Any, model: str) -> None:
     """Gated FFNs included: ModernBERT's fused input projection is twice its width, LLaMA's has two."""
