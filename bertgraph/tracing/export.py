@@ -43,7 +43,14 @@ from bertgraph.tracing.dims import (
     own_sizes,
     single_sizes,
 )
-from bertgraph.tracing.grow import GrowError, StackPlan, check_parameters, grow_stacks, traced_layers
+from bertgraph.tracing.grow import (
+    GrowError,
+    StackPlan,
+    check_parameters,
+    grow_stacks,
+    layer_pattern,
+    traced_layers,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -112,12 +119,36 @@ def stack_plans(spec: ModelSpec, model: torch.nn.Module) -> list[tuple[Stack, St
             continue  # a head without this stack (T5's token classifier has no decoder)
         layers = family.stack_layers(stack, spec.config)
         kinds = _layer_kinds(spec.config, model, stack.types)
-        period = _period(spec.config, stack.period, kinds, stack.special, layers)
-        if period is None:
+        if kinds is not None and len(kinds) != layers:
             return []
-        traced = traced_layers(layers, stack.special, period)
-        plans.append((stack, StackPlan(container, layers, traced, stack.special, period, stack.shared, kinds)))
+        period = int(spec.config.get(stack.period) or 1) if stack.period else 1
+        built = None if stack.shared else _built_kinds(modules, container, layers)
+        if built is None and not stack.shared:
+            return []
+        # A layer's kind: what the config lists and what the built layer holds (a hybrid stack's
+        # mixers, dense or expert feed-forward), so a period the config does not name is found.
+        per_layer = [(kinds[i] if kinds else None, built[i] if built else None) for i in range(layers)]
+        pattern = layer_pattern(per_layer, stack.special, period)
+        if pattern is None:
+            return []
+        special, period = pattern
+        traced = traced_layers(layers, special, period)
+        plans.append((stack, StackPlan(container, layers, traced, special, period, stack.shared, kinds)))
     return plans
+
+
+def _built_kinds(modules: dict[str, torch.nn.Module], container: str, layers: int) -> list[tuple[Any, ...]] | None:
+    """Each built layer's make: its modules' classes and its parameters' shapes (None when the
+    list does not hold ``layers`` layers)."""
+    kinds = []
+    for index in range(layers):
+        layer = modules.get(f"{container}.{index}")
+        if layer is None:
+            return None
+        parts = tuple((name, type(part).__name__) for name, part in layer.named_modules())
+        shapes = tuple((name, tuple(parameter.shape)) for name, parameter in layer.named_parameters())
+        kinds.append((parts, shapes))
+    return kinds
 
 
 def _layer_kinds(config: dict[str, Any], model: torch.nn.Module, types: str | None) -> tuple[str, ...] | None:
@@ -139,23 +170,15 @@ def shrunk_config(spec: ModelSpec, stacks: list[tuple[Stack, StackPlan]]) -> dic
         if stack.types and plan.kinds is not None:
             # Listed outright: the shrunk model must not derive its kinds again from its smaller depth.
             config[stack.types] = list(plan.kinds[: plan.traced])
+        for name, value in spec.config.items():
+            if name != stack.types and _per_layer(value, plan.layers):
+                config[name] = value[: plan.traced]  # another per-layer list (feed-forward kinds) cut alike
     return config
 
 
-def _period(
-    config: dict[str, Any], field: str | None, kinds: tuple[str, ...] | None, special: int, layers: int
-) -> int | None:
-    """After how many layers the stack repeats, checked against the model's list of layer kinds.
-
-    None when the listed kinds do not repeat with that period (then every layer is traced).
-    """
-    period = int(config.get(field) or 1) if field else 1
-    if kinds is not None:
-        if len(kinds) != layers:
-            return None
-        if any(kinds[index] != kinds[index - period] for index in range(special + period, layers)):
-            return None
-    return period
+def _per_layer(value: Any, layers: int) -> bool:
+    """A list of one kind name per layer (``mlp_layer_types``)."""
+    return isinstance(value, list) and len(value) == layers > 1 and all(isinstance(item, str) for item in value)
 
 
 def skeleton(spec: ModelSpec) -> nx.DiGraph:

@@ -18,7 +18,7 @@ back to a full trace when anything does not match.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,36 @@ def traced_layers(layers: int, special: int = 0, period: int = 1) -> int:
     while (count - 1 - special) % period != (layers - 1 - special) % period:
         count += 1
     return min(count, layers)
+
+
+def layer_pattern(kinds: Sequence[Hashable], special: int = 0, period: int = 1) -> tuple[int, int] | None:
+    """The leading special layers and the period after which ``kinds`` (one per layer) repeat.
+
+    The given ``special`` and ``period`` (a family record's) when the kinds keep them; else the
+    pair with the fewest :func:`traced_layers` (a hybrid stack's linear-attention layers with a full
+    one every sixth, after two dense feed-forward layers); None when no pair traces fewer layers
+    than the stack has (then every layer is traced).
+
+    >>> layer_pattern("aab" * 4), layer_pattern("dd" + "llf" * 5, 0, 1), layer_pattern("abcd")
+    ((0, 3), (2, 3), None)
+    """
+    layers = len(kinds)
+
+    def keeps(first: int, step: int) -> bool:
+        return all(kinds[index] == kinds[index - step] for index in range(first + step, layers))
+
+    if keeps(special, period):
+        return special, period
+    best: tuple[int, int, int] | None = None
+    for step in range(1, layers // 2 + 1):
+        for first in range(special, layers - 2 * step):
+            count = traced_layers(layers, first, step)
+            if best is not None and count >= best[0]:
+                break  # more leading layers only trace more
+            if keeps(first, step):
+                best = (count, first, step)
+                break
+    return (best[1], best[2]) if best is not None and best[0] < layers else None
 
 
 def grow_stacks(traced: nx.DiGraph, plans: list[StackPlan]) -> nx.DiGraph:

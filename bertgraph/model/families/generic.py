@@ -90,6 +90,7 @@ SMALL: Mapping[str, Any] = {
     "moe_topk": 2,
     "moe_k": 2,
     "n_group": 1,
+    "num_expert_group": 1,
     "topk_group": 1,
     "decoder_sparse_step": 1,
     "use_cache": False,
@@ -195,7 +196,7 @@ SHALLOW = frozenset(
     + SIZE_FIELDS["decoder_layers"]
     + SIZE_FIELDS["experts"]
     + SIZE_FIELDS["experts_per_token"]
-    + ("n_group", "topk_group", "decoder_sparse_step", "use_cache")
+    + ("n_group", "num_expert_group", "topk_group", "decoder_sparse_step", "use_cache")
 )
 # How far small_config shrinks: every size, depth and experts only, or nothing (the type's default).
 LEVELS = ("small", "shallow", "default")
