@@ -89,10 +89,13 @@ _RANGE = re.compile(r"\.(\d+)-(\d+)(?:/(\d+))?(?=$|[.:])")
 
 
 def summary_folds(graph: nx.DiGraph, depth: int) -> set[str]:
-    """The folded sibling ranges ``summary`` shows down to display ``depth``: ``encoder.block.1-5``."""
+    """The folded sibling ranges ``summary`` shows down to display ``depth``: ``encoder.block.1-5``.
+
+    Only of modules the trace runs: one that never runs (``not run`` in ``summary``) is not drawn.
+    """
     folds = set()
     for row in stats.summary_rows(graph, depth=depth):
-        if row.get("repeat", 1) > 1 and not row["in_fold"]:
+        if row.get("repeat", 1) > 1 and not row["in_fold"] and row.get("runs", True):
             container, first = row["path"].rsplit(".", 1)
             period = int(row.get("period", 1))
             last = int(first) + (int(row["repeat"]) - 1) * period

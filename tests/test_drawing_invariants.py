@@ -11,17 +11,20 @@ node's role, and no node at depth ≤ 2 is titled by a list of op names. A few r
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import networkx as nx
 import pytest
 
 import bertgraph
-from bertgraph.graph import facts, roles, views
+from bertgraph.graph import facts, roles, stats, views
 from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, family_of
-from bertgraph.render import style
+from bertgraph.model.families.generic import small_config
+from bertgraph.render import style, text
 from bertgraph.render.diagram import Diagram, build_diagram
 from tests.colour import delta_e
 from tests.family_configs import TINY
@@ -65,8 +68,9 @@ def check_structure(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Lay
             assert others <= io, (edge.source, others - io)
 
 
-def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int) -> None:
-    """Every fill a legend entry; attention colours only on attention; role titles at depth ≤ 2."""
+def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int, role_titles: bool = True) -> None:
+    """Every fill a legend entry; attention colours only on attention; role titles at depth ≤ 2
+    (``role_titles``: a model without a record titles a module's own ops by what they are)."""
     for theme in ("light", "dark"):
         kinds = style.theme(theme)["kinds"]
         legend = {kinds[kind].fill for kind in diagram.kinds}
@@ -78,7 +82,7 @@ def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int) ->
             assert is_attention(graph, shown.nodes[node.id]), (node.id, node.kind, node.lines)
         if node.shape != "io" and roles.role_of(graph, str(shown.nodes[node.id].get(g.MODULE, ""))) == roles.POSITION:
             assert node.kind == "embedding", (node.id, node.kind)  # DeBERTa's table is computed by a LayerNorm
-        if depth <= 2:
+        if depth <= 2 and role_titles:
             assert not OP_LIST.match(node.title), (node.id, node.title)
         if depth <= 3 and node.shape != "io":
             assert (node.kind == "mask") == (node.title == "attention mask"), (node.id, node.title, node.kind)
@@ -99,10 +103,10 @@ def is_attention(graph: nx.DiGraph, data: dict[str, object]) -> bool:
     )
 
 
-def check(graph: nx.DiGraph, depth: int) -> None:
+def check(graph: nx.DiGraph, depth: int, role_titles: bool = True) -> None:
     diagram = build_diagram(graph, depth)
     check_structure(graph, diagram, depth, lay_out(diagram))
-    check_colours_and_titles(graph, diagram, depth)
+    check_colours_and_titles(graph, diagram, depth, role_titles)
 
 
 @pytest.mark.parametrize("model_type", sorted(TINY))
@@ -294,3 +298,24 @@ def test_the_presets_relative_positions_are_titled_by_role(
     name: str, model_type: str, traced: Callable[..., bertgraph.Architecture], dot_binary: str
 ) -> None:
     check_position_titles(traced(name).graph, *POSITION_TITLES[model_type])
+
+
+# --- a real model without a record ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_real_vits_is_drawn_true_and_says_what_never_runs(tmp_path: Path, dot_binary: str) -> None:
+    """VITS through the generic path: its flows (a flip between each two) drawn without a cycle, and
+    the flows used only in training (``post_flows``) folded by ``summary`` but said not to run, as
+    the drawing, which draws what the trace runs, leaves them out."""
+    (tmp_path / "config.json").write_text(json.dumps(small_config("vits"), default=str))
+    graph = bertgraph.trace(str(tmp_path), cache=False).graph
+    for depth in (1, 2):
+        check(graph, depth, role_titles=False)
+    rows = {row["path"]: row for row in stats.summary_rows(graph, depth=2)}
+    assert rows["duration_predictor.post_flows.1"]["repeat"] == 4
+    assert rows["duration_predictor.post_flows.1"]["runs"] is False
+    assert "runs" not in rows["duration_predictor.flows.0"]
+    lines = list(text.generate_summary(stats.summary(graph, depth=2)))
+    assert any("post_flows" in line and text.NOT_RUN in line for line in lines)
+    assert not any(re.search(r"─ flows\b", line) and text.NOT_RUN in line for line in lines)

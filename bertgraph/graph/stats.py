@@ -136,6 +136,20 @@ def output_shapes(graph: nx.DiGraph) -> dict[str, list[list[int | str]]]:
     return shapes
 
 
+def modules_used(graph: nx.DiGraph) -> set[str] | None:
+    """The module paths some traced op runs in or reads a parameter of (with their ancestors: a
+    tied table runs under another path, DeBERTa's position table is read, not called); None for
+    a graph with no ops (a module tree without a trace, where nothing can be said of what runs)."""
+    used: set[str] = set()
+    for _, data in graph.nodes(data=True):
+        if data.get(g.KIND) != g.OPERATOR:
+            continue
+        used.update(_ancestors(data.get(g.MODULE, "")))
+        for name in data.get(g.PARAM_NAMES, []) + data.get(g.SHARED_PARAMS, []):
+            used.update(_ancestors(name.rpartition(".")[0]))
+    return used or None
+
+
 def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> list[dict[str, Any]]:
     """The module tree as rows, like ``print(model)`` with numbers, repeats folded.
 
@@ -146,9 +160,11 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
     where the graph records it), ``calls`` (a module run more than once, like ALBERT's shared
     layer), ``share`` (of the model total; rows inside a
     folded group count one instance, ``in_fold``), ``shapes`` (outputs) and ``depth``
-    (display depth, what ``depth`` filters on).
+    (display depth, what ``depth`` filters on). A module with parameters that no traced op runs
+    in or reads (VITS's flows used only in training) has ``runs`` False: counted, never drawn.
     """
     table = module_table(graph)
+    used = modules_used(graph)
     backbone = graph.graph.get(g.G_BACKBONE, "")
     totals = module_params(graph)
     total = totals.get("", 0) or sum(int(r["numel"]) for r in g.parameter_rows(graph))
@@ -193,6 +209,8 @@ def summary_rows(graph: nx.DiGraph, depth: int | None = None, fold: bool = True)
             "shapes": shapes.get(path, []),
             "in_fold": in_fold,
         }
+        if used is not None and params and path not in used:
+            row["runs"] = False
         if repeat > 1:
             row.update(each=params, repeat=repeat, share=params * repeat / total if total else 0.0)
         if period > 1:

@@ -57,6 +57,12 @@ def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     yield from generate_param_rows(stats)
 
 
+def _shape_cell(row: dict[str, Any]) -> str:
+    if row.get("runs") is False:
+        return text.NOT_RUN
+    return code(figures.shapes(row["shapes"])) if row["shapes"] else "—"
+
+
 def generate_summary_table(summary: dict[str, Any]) -> Iterable[str]:
     rows = []
     for row in summary["rows"]:
@@ -68,7 +74,7 @@ def generate_summary_table(summary: dict[str, Any]) -> Iterable[str]:
             [
                 indent + md(module_label(row)),
                 md(row["sizes"]),
-                code(figures.shapes(row["shapes"])) if row["shapes"] else "—",
+                _shape_cell(row),
                 params,
                 figures.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
             ]

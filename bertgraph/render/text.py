@@ -106,6 +106,10 @@ def module_label(row: dict[str, Any]) -> str:
     return name if row["level"] == 0 else f"{name}: {row['type']}{attention}"
 
 
+# What the shape column says of a module the traced forward pass never runs (used only in training).
+NOT_RUN = "not run"
+
+
 def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     """The module tree with sizes, output shapes, parameters and share."""
     rows = summary["rows"]
@@ -133,7 +137,7 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
             [
                 _tree_prefix(rows, index) + module_label(row),
                 row["sizes"],
-                figures.shapes(row["shapes"]),
+                NOT_RUN if row.get("runs") is False else figures.shapes(row["shapes"]),
                 params,
                 figures.percent(row["share"], 1) + (" each" if row["in_fold"] else ""),
             ]
