@@ -45,7 +45,7 @@ def test_op_keys_drop_the_overload_and_keep_onnx_names() -> None:
     assert f.op_key("aten.add_.Tensor") == "aten.add_"
     assert f.op_key("aten.mm") == "aten.mm"
     assert f.op_key("onnx::MatMul") == "onnx::MatMul"
-    assert f.op_key("onnx::Gemm.x") == "onnx::Gemm.x"
+    assert f.op_key("com.microsoft::FusedMatMul") == "com.microsoft::FusedMatMul"  # a domain has dots
     assert f.op_key("linear") == "linear"
 
 
@@ -60,6 +60,7 @@ PRODUCTS: list[tuple[Callable[..., Any], list[list[int]], str, list[list[int]], 
     (torch.matmul, [[3, 5], [5, 7]], "aten.matmul", [[3, 5], [5, 7]], [3, 7]),
     (torch.matmul, [[4, 1, 3, 5], [6, 5, 7]], "aten.matmul", [[4, 1, 3, 5], [6, 5, 7]], [4, 6, 3, 7]),
     (torch.matmul, [[6, 3, 5], [4, 1, 5, 7]], "aten.matmul", [[6, 3, 5], [4, 1, 5, 7]], [4, 6, 3, 7]),
+    (torch.matmul, [[1, 6, 3, 5], [6, 5, 7]], "aten.matmul", [[1, 6, 3, 5], [6, 5, 7]], [1, 6, 3, 7]),
     (torch.matmul, [[2, 6, 3, 5], [5, 7]], "onnx::MatMul", [[2, 6, 3, 5], [5, 7]], [2, 6, 3, 7]),
 ]
 
@@ -87,6 +88,7 @@ def test_vector_products_count_two_per_multiply_add() -> None:
     # FlopCounterMode has no formula for mv and dot; 2 per multiply-add is 2·n·k.
     assert value(call("aten.matmul", [[5], [5]], []).matmul) == 2 * 5
     assert value(call("aten.matmul", [[2, 3, 5], [5]], [2, 3]).matmul) == 2 * 2 * 3 * 5
+    assert value(call("aten.matmul", [[3, 5], [5]], [3]).matmul) == 2 * 3 * 5
     assert value(call("aten.matmul", [[5], [4, 5, 7]], [4, 7]).matmul) == 2 * 4 * 5 * 7
     assert value(call("aten.matmul", [[5], [5, 7]], [7]).matmul) == 2 * 5 * 7
 
