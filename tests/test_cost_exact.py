@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from bertgraph.graph import cost
+from bertgraph.graph import cost, memory
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from tests.generation_runs import graph_of
@@ -58,6 +58,18 @@ def test_bert_tiny_totals_are_berts_arithmetic() -> None:
     assert sum(data.get(g.PARAM_BYTES, 0) for _, data in graph.nodes(data=True)) == 4 * PARAMETERS
     assert sum(row["numel"] for row in g.parameter_rows(graph)) == PARAMETERS
     assert cost.unsupported(graph) == {} and cost.uncounted_products(graph) == {}
+
+
+def test_parameter_bytes_follow_each_parameters_dtype() -> None:
+    graph = bert_tiny()
+    for row in g.parameter_rows(graph):
+        if row["name"].startswith("classifier."):
+            row["dtype"] = "float16"
+        if row["name"] == "bert.pooler.dense.bias":
+            del row["dtype"]  # no dtype recorded: float32
+    ops = recosted(graph).nodes
+    assert ops["classifier:linear"][g.PARAM_BYTES] == 2 * (2 * H + 2)
+    assert ops["bert.pooler.dense:linear"][g.PARAM_BYTES] == 4 * (H * H + H)
 
 
 def test_every_op_gets_its_figures_and_views_write_nothing() -> None:
@@ -199,6 +211,22 @@ def test_a_product_without_a_cost_is_refused_in_one_line() -> None:
     with pytest.raises(cost.CostError, match=r"^the model: 1 matrix product"):
         cost.check_products_counted(one)
     cost.check_products_counted(recosted())  # every product counted: no error
+    two = bert_tiny()
+    two.nodes["bert.pooler.dense:linear"][g.SHAPE] = ["?", 128]
+    sdpa = "bert.encoder.layer.1.attention.self:scaled_dot_product_attention"
+    two.nodes[sdpa][g.SHAPE] = ["?"]
+    with pytest.raises(
+        cost.CostError,
+        match=r"^bert-tiny: 2 matrix products \(aten\.linear\.default, "
+        r"aten\.scaled_dot_product_attention\.default\) have shapes",
+    ):
+        cost.check_products_counted(recosted(two))
+    # an op known by its name alone (no target recorded) is still a matrix product
+    nameless = bert_tiny()
+    nameless.nodes["bert.pooler.dense:linear"][g.TARGET] = ""
+    nameless.nodes["bert.pooler.dense:linear"][g.OP] = "aten.linear.default"
+    nameless.nodes["bert.pooler.dense:linear"][g.SHAPE] = ["?", 128]
+    assert cost.uncounted_products(recosted(nameless)) == {"aten.linear.default": 1}
     gelu_only = bert_tiny()
     gelu_only.nodes["bert.pooler.activation:tanh"][g.SHAPE] = ["?", 128]
     cost.check_products_counted(recosted(gelu_only))
@@ -247,6 +275,7 @@ def test_sizes() -> None:
     assert cost.sizes_for(onnx, seq=4) == {"batch": 1, "sequence": 4}
     assert cost.sequence_name(nx.DiGraph(**{g.G_EXAMPLE: {"sequence": 9, "seq": 9}})) == "seq"
     assert cost.sequence_name(nx.DiGraph()) == "seq"
+    assert not cost.has_decoder_length(nx.DiGraph()) and cost.sizes_for(nx.DiGraph(), batch=2) == {"batch": 2}
     t5 = graph_of("t5")
     assert cost.has_decoder_length(t5)
     example = cost.sizes_for(t5)
@@ -278,6 +307,9 @@ def test_attention_overtakes_the_linear_layers_at_769_tokens() -> None:
     assert cost.crossover(100 * seq, seq * seq, {}, "seq") == 100
     assert cost.crossover(64 * seq, seq * seq, {}, "seq") == 64  # a power of two: the doubling lands on it
     assert cost.crossover(seq, seq * seq, {}, "seq") == 1
+    assert cost.crossover(2 * seq, seq * seq, {}, "seq") == 2  # not at 1, at 2 (4 ≥ 4)
+    assert cost.crossover(3 * seq, seq * seq, {}, "seq") == 3
+    assert all(type(cost.crossover(k * seq, seq * seq, {}, "seq")) is int for k in (3, 100, 1000))
     assert cost.crossover(Poly(), Poly(), {}, "seq") == 1
     assert cost.crossover(1000 * seq, seq * seq, {}, "seq", limit=1024) == 1000
     assert cost.crossover(1000 * seq, seq * seq, {}, "seq", limit=1023) is None
@@ -359,3 +391,68 @@ def test_a_decoder_plans_its_cache_and_steps() -> None:
     assert notes == [] and set(found) == {cost.MASKED_ATTENTION_FLOPS, cost.KV_CACHE, cost.DECODE_FLOPS}
     report = cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=3)
     assert len(report["generate"]) == 1 and report["generate"][0]["kv_cache_bytes"] > 0
+
+
+def test_the_report_costs_a_graph_without_costs_and_its_options_reach_every_part() -> None:
+    sizes = [{"batch": 1, "seq": 16}]
+    plain = cost.cost_report(recosted(), sizes)
+    stripped = recosted()
+    for _, data in stripped.nodes(data=True):
+        for key in COST_KEYS:
+            data.pop(key, None)
+    assert cost.cost_report(stripped, sizes) == plain  # the pass runs first when the graph has no costs
+    rows = {row["path"]: row for row in plain["rows"]}
+    assert rows["classifier"]["repeat"] == 1 and "calls" not in rows["classifier"]
+    assert rows["classifier"]["other_flops"]["values"] == [2]
+    # every module's row carries what autograd keeps for it: the whole model's row all of it
+    assert rows[""]["saved_bytes"]["values"] == plain["training"]["activations"]["values"]
+    assert rows[""]["saved_bytes"]["values"][0] > 0
+    assert "unsupported" in plain["training"]["activations"]
+    found = memory.peak_activation(recosted(), sizes[0])
+    assert (plain["memory"]["peak_activation_bytes"], plain["memory"]["peak_at"]) == ([found.bytes], [found.node])
+    assert plain["assumptions"] == {
+        "attention": "sdpa",
+        "dtype": "float32",
+        "flops": "matmul FLOPs count 2 per multiply-add, as torch.utils.flop_counter does; "
+        "attention_matmul_flops_masked counts only the pairs the mask allows, which FlopCounterMode does not",
+    }
+    shallow = cost.cost_report(recosted(), sizes, depth=1, fold=False)
+    assert [row["path"] for row in shallow["rows"]] == [row["path"] for row in cost.cost_rows(recosted(), 1, False)]
+    assert [row["path"] for row in shallow["rows"]] != [row["path"] for row in plain["rows"]]
+    half = cost.cost_report(recosted(), sizes, dtype="bfloat16")
+    assert half["memory"]["peak_activation_bytes"][0] < found.bytes
+    # Frozen feed-forward inputs: no gradient state for them, and their inputs need not be kept.
+    frozen = [row["name"] for row in g.parameter_rows(recosted()) if ".intermediate.dense." in row["name"]]
+    cold = cost.cost_report(recosted(), sizes, frozen=frozen)
+    assert cold["training"]["frozen_parameters"] == LAYERS * (H * FF + FF)
+    assert cold["training"]["activations"]["values"][0] < plain["training"]["activations"]["values"][0]
+
+
+def test_a_report_at_size_zero_has_no_shares() -> None:
+    report = cost.cost_report(recosted(), [{"batch": 0, "seq": 8}])
+    assert all(row["share"] == [0.0] for row in report["rows"])
+
+
+def test_a_nameless_graph_reports_empty_names() -> None:
+    graph = recosted()
+    for key in (g.G_NAME, g.G_HEAD, g.G_MODEL_CLASS):
+        del graph.graph[key]
+    report = cost.cost_report(graph, [{"batch": 1, "seq": 8}])
+    assert (report["model"], report["head"], report["model_class"]) == ("", "", "")
+    with pytest.raises(cost.CostError) as raised:
+        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+    assert str(raised.value) == (
+        "this model does not generate (no causal or cross-attention that caches keys); --generate applies to "
+        "decoders such as gpt2 or t5-small"
+    )
+
+
+def test_a_decoders_cache_is_planned_in_the_dtype_asked_for() -> None:
+    graph = graph_of("gpt2")
+    sizes = [{"batch": 1, "seq": 8}]
+    full = cost.cost_report(graph, sizes, generate=3)
+    half = cost.cost_report(graph, sizes, generate=3, dtype="bfloat16")
+    assert half["total"][cost.KV_CACHE]["values"][0] * 2 == full["total"][cost.KV_CACHE]["values"][0]
+    assert half["generate"][0]["kv_cache_bytes"] * 2 == full["generate"][0]["kv_cache_bytes"]
+    found, _ = cost.planning_totals(graph, "bfloat16")
+    assert found[cost.KV_CACHE] * 2 == cost.planning_totals(graph, "float32")[0][cost.KV_CACHE]

@@ -93,6 +93,23 @@ def test_views_of_inputs_and_of_unknown_sizes_allocate_nothing() -> None:
     assert memory.peak_activation(graph, {"batch": 3}) == memory.Peak(96 + 24, "c", ["b"])
 
 
+def test_allocations_are_listed_by_position_and_every_one_freed() -> None:
+    # z runs first and a second: listed by position, not by name. A scalar without a recorded shape is 1 element.
+    graph = nx.DiGraph()
+    graph.add_node("z", **op("m", "exp", 1, shape=["batch", 2]))
+    graph.add_node("a", **op("m", "exp", 2, shape=["batch", 2]))
+    graph.add_node("s", **op("m", "sum", 3))
+    del graph.nodes["s"][g.SHAPE]
+    graph.add_edges_from([("z", "a"), ("a", "s"), ("z", "s")])
+    found, _ = memory.allocations(graph)
+    assert [(a.node, a.numel) for a in found] == [("z", Poly.parse("2*batch")), ("a", Poly.parse("2*batch")), ("s", 1)]
+    # Two storages freed after the same op (a and b after c) are both freed: z then peaks at 24 + 1,200.
+    graph = small()
+    graph.add_node("z", **op("m", "exp", 6, shape=["batch", 100]))
+    graph.add_edge("c", "z")
+    assert memory.peak_activation(graph, {"batch": 3}) == memory.Peak(24 + 1200, "z", [])
+
+
 def test_nothing_allocated_has_no_peak() -> None:
     graph = nx.DiGraph()
     graph.add_node("x", **g.io_attributes(g.INPUT, ["batch"], "float32", 0))
@@ -134,17 +151,25 @@ def test_the_attention_transient_counts_at_the_attention_op() -> None:
     graph.add_edge("m", "s", **{g.SHAPE: ["batch", 1, 3, 3], g.DTYPE: "bool"})
     graph.add_edge("s", "y")
     assert memory.peak_activation(graph, {"batch": 1}) == memory.Peak(96 + 36 + 24, "s", [])
+    # an earlier op of 120 bytes read by nothing: the attention op, holding 96 + 60 while it runs, is higher
+    graph.add_node("p", **op("m", "exp", 1, shape=["batch", 30]))
+    assert memory.peak_activation(graph, {"batch": 1}) == memory.Peak(96 + 36 + 24, "s", [])
     # at float16 the output and the float mask halve; the row statistic stays float32
     assert memory.peak_activation(graph, {"batch": 1}, "float16").bytes == 48 + 18 + 24
     assert memory.input_bytes(graph, {"batch": 2}) == 2 * 24 * 4 + 2 * 9
+    del graph.edges["m", "s"][g.SHAPE]  # a boolean mask of no recorded shape: a scalar
+    assert memory.transient(graph, "s") == (Poly.const(1), Poly.parse("6*batch"))
 
 
 def test_inputs_and_parameters_of_bert_tiny() -> None:
     graph = bert_tiny()
     assert memory.input_bytes(graph, {"batch": 2, "seq": 5}) == 3 * 8 * 10  # three int64 [batch, seq] inputs
-    graph.nodes["token_type_ids"][g.SHAPE] = ["?", "seq"]
+    graph.nodes["input_ids"][g.SHAPE] = ["?", "seq"]  # left out, and the inputs after it still counted
     graph.nodes["attention_mask"][g.DTYPE] = "nonsense"
     assert memory.input_bytes(graph, {"batch": 2, "seq": 5}) == 8 * 10
+    del graph.nodes["attention_mask"][g.SHAPE]
+    graph.nodes["attention_mask"][g.DTYPE] = "int32"
+    assert memory.input_bytes(graph, {"batch": 2, "seq": 5}) == 8 * 10 + 4  # a scalar input
     graph = bert_tiny()
     assert memory.traced_float_dtype(graph) == "float32"
     assert memory.parameter_bytes(graph) == 4 * PARAMETERS
@@ -157,8 +182,11 @@ def test_inputs_and_parameters_of_bert_tiny() -> None:
     for row in rows[:40]:
         row["dtype"] = "bfloat16"
     assert memory.traced_float_dtype(graph) == "bfloat16"  # the dtype most parameters have
-    del rows[0]["dtype"]
-    assert memory.parameter_bytes(graph, "float16") > 0
+    for row in rows:
+        del row["dtype"]  # none recorded: float32
+    assert memory.parameter_bytes(graph) == 4 * PARAMETERS
+    assert memory.parameter_bytes(graph, "float16") == 2 * PARAMETERS
+    assert memory.traced_float_dtype(graph) == "float32"
     assert memory.traced_float_dtype(nx.DiGraph()) == "float32"
     assert memory._bytes_per_element("nonsense", None) == 0
     assert memory._bytes_per_element("nonsense", "float16") == 0
@@ -232,3 +260,7 @@ def test_freeze_patterns_and_frozen_names() -> None:
     g.parameter_rows(graph)[1]["trainable"] = False
     assert memory.frozen_names(graph, ["x"]) == {"x", "bert.embeddings.position_embeddings.weight"}
     assert memory.frozen_names(chain(["A"])) == frozenset()
+    for row in g.parameter_rows(graph):
+        del row["trainable"]  # none recorded: trainable
+    assert memory.frozen_names(graph) == frozenset()
+    assert memory.training_memory(graph)["trainable_parameters"] == PARAMETERS
