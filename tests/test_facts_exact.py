@@ -1,0 +1,337 @@
+"""The facts pass run again on committed graphs, in-process, against what each architecture is.
+
+Each graph's stored facts are removed and :func:`bertgraph.graph.facts.annotate` run on the
+ops alone. What it must find comes from the models' configs (``tests/generation_runs.py``,
+``tests/fixtures/bert-tiny-3-*.json``): bert-tiny 3 bidirectional layers of 2 heads, absolute
+positions; GPT-2 3 causal layers of 4 heads; LLaMA 4 query heads sharing 2 key/value heads,
+rotary; Qwen2 4 layers whose last 2 (``max_window_layers`` 2) slide with a window of 16;
+T5 4 blocks per stack, the decoder's self-attention causal and its cross-attention reading the
+encoder, relative buckets; ModernBERT 10 layers, global every third (0, 3, 6, 9), the others a
+two-sided window of 16 / 2 = 8 tokens, rotary.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from bertgraph.graph import facts
+from bertgraph.graph import schema as g
+from bertgraph.graph.facts import attention, position, sharing, summary, walk
+from tests.generation_runs import graph_of
+from tests.graph_fixtures import bert_tiny, chain
+
+NODE_FACTS = (g.ATTENTION, g.WINDOW, g.PADDING_MASK, g.Q_HEADS, g.KV_HEADS)
+GRAPH_FACTS = (g.G_ATTENTION, g.G_POSITION, g.G_SHARED)
+
+
+def bare(graph: nx.DiGraph) -> nx.DiGraph:
+    """A copy of ``graph`` without any fact."""
+    graph = copy.deepcopy(graph)
+    for _, data in graph.nodes(data=True):
+        for key in NODE_FACTS:
+            data.pop(key, None)
+    for key in GRAPH_FACTS:
+        graph.graph.pop(key, None)
+    for info in graph.graph.get(g.G_MODULES, {}).values():
+        for key in (*NODE_FACTS, g.M_CALLS):
+            info.pop(key, None)
+    return graph
+
+
+def annotated(name: str, attention_kind: str | None = None) -> nx.DiGraph:
+    graph = bert_tiny() if name == "bert-tiny" else graph_of(name, attention_kind)
+    return facts.annotate(bare(graph))
+
+
+def node_facts(graph: nx.DiGraph) -> list[tuple[Any, ...]]:
+    return [tuple(graph.nodes[n].get(key) for key in NODE_FACTS) for n in attention.attention_operators(graph)]
+
+
+ARCHITECTURES: dict[str, tuple[dict[str, dict[str, int]], dict[str, list[str]], list[tuple[Any, ...]]]] = {
+    "bert-tiny": (
+        {"bert.encoder.layer": {g.BIDIRECTIONAL: 3}},
+        {"bert.encoder.layer": [g.ABSOLUTE]},
+        [(g.BIDIRECTIONAL, None, "attention_mask", 2, 2)] * 3,
+    ),
+    "gpt2": (
+        {"transformer.h": {g.CAUSAL: 3}},
+        {"transformer.h": [g.ABSOLUTE]},
+        [(g.CAUSAL, None, "attention_mask", 4, 4)] * 3,
+    ),
+    "llama": (
+        {"model.layers": {g.CAUSAL: 3}},
+        {"model.layers": [g.ROTARY]},
+        [(g.CAUSAL, None, "attention_mask", 4, 2)] * 3,
+    ),
+    "qwen2-sliding": (
+        {"model.layers": {g.CAUSAL: 2, "causal-sliding-window(16)": 2}},
+        {"model.layers": [g.ROTARY]},
+        [(g.CAUSAL, None, "attention_mask", 4, 2)] * 2 + [(g.CAUSAL_SLIDING_WINDOW, 16, "attention_mask", 4, 2)] * 2,
+    ),
+    "t5": (
+        {"decoder.block": {g.CAUSAL: 4, g.CROSS: 4}, "encoder.block": {g.BIDIRECTIONAL: 4}},
+        {"decoder.block": [g.RELATIVE_BUCKETS], "encoder.block": [g.RELATIVE_BUCKETS]},
+        [(g.BIDIRECTIONAL, None, "attention_mask", 4, 4)] * 4
+        + [(g.CAUSAL, None, "decoder_attention_mask", 4, 4), (g.CROSS, None, "attention_mask", 4, 4)] * 4,
+    ),
+    "modernbert": (
+        {"layers": {g.BIDIRECTIONAL: 4, "sliding-window(8)": 6}},
+        {"layers": [g.ROTARY]},
+        [
+            (g.BIDIRECTIONAL, None, "attention_mask", 4, 4)
+            if layer % 3 == 0
+            else (g.SLIDING_WINDOW, 8, "attention_mask", 4, 4)
+            for layer in range(10)
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("attention_kind", [None, "eager"])
+@pytest.mark.parametrize("name", list(ARCHITECTURES))
+def test_the_facts_are_what_the_architecture_is(name: str, attention_kind: str | None) -> None:
+    if attention_kind and name in ("bert-tiny", "modernbert"):
+        pytest.skip("only the decoders are committed with eager attention")
+    kinds, positions, per_op = ARCHITECTURES[name]
+    graph = annotated(name, attention_kind)
+    assert graph.graph[g.G_ATTENTION] == kinds
+    assert graph.graph[g.G_POSITION] == positions
+    assert node_facts(graph) == per_op
+    assert g.G_SHARED not in graph.graph  # no layer runs twice
+    modules = graph.graph[g.G_MODULES]
+    for node in attention.attention_operators(graph):
+        entry = modules[graph.nodes[node][g.MODULE]]
+        assert entry[g.ATTENTION] == graph.nodes[node][g.ATTENTION]  # the module carries its op's facts
+
+
+def test_annotating_copies_the_module_table() -> None:
+    graph = bare(bert_tiny())
+    table = graph.graph[g.G_MODULES]
+    result = facts.annotate(graph)
+    assert result is graph and graph.graph[g.G_MODULES] is not table
+    assert not any(g.ATTENTION in info for info in table.values())
+    without = bare(bert_tiny())
+    del without.graph[g.G_MODULES]
+    facts.annotate(without)
+    assert g.G_MODULES not in without.graph and without.graph[g.G_ATTENTION] == ARCHITECTURES["bert-tiny"][0]
+
+
+def test_a_module_keeps_the_facts_it_has() -> None:
+    graph = bare(bert_tiny())
+    module = "bert.encoder.layer.0.attention.self"
+    graph.graph[g.G_MODULES][module][g.ATTENTION] = g.CAUSAL
+    attention.annotate_attention(graph)
+    assert graph.graph[g.G_MODULES][module] == {**bare(bert_tiny()).graph[g.G_MODULES][module], g.ATTENTION: g.CAUSAL}
+
+
+def test_a_graph_without_attention_has_no_attention_kinds() -> None:
+    graph = chain(["linear", "gelu"])
+    assert attention.annotate_attention(graph) == {} and g.G_ATTENTION not in graph.graph
+    assert position.annotate_position(graph) == {"": []}
+    assert sharing.annotate_sharing(graph) == {} and g.G_SHARED not in graph.graph
+
+
+def test_a_router_softmax_in_a_feed_forward_module_is_not_attention() -> None:
+    graph = chain(["softmax", "softmax"])
+    graph.graph[g.G_MODULES]["stack.layer.0"][g.M_ROLE] = "feed-forward"
+    assert attention.attention_operators(graph) == ["stack.layer.1:softmax"]
+
+
+def test_eager_products_around_the_softmax() -> None:
+    graph = graph_of("gpt2", "eager")
+    softmax = attention.attention_operators(graph)[0]
+    scores, values = attention.eager_products(graph, softmax)
+    assert scores is not None and values is not None
+    assert graph.nodes[scores][g.OP] == "matmul" and graph.nodes[values][g.OP] == "matmul"
+    assert graph.nodes[scores][g.ORDER] < graph.nodes[softmax][g.ORDER] < graph.nodes[values][g.ORDER]
+    assert graph.nodes[scores][g.SHAPE][-1] == graph.nodes[scores][g.SHAPE][-2] == "seq"  # the scores
+    lone = chain(["softmax", "gelu"])
+    assert attention.eager_products(lone, "stack.layer.0:softmax") == (None, None)
+
+
+def test_the_mask_walk_reaches_the_boolean_conditions() -> None:
+    graph = bert_tiny()
+    sdpa = attention.attention_operators(graph)[0]
+    mask = walk.argument(graph, sdpa, attention.SDPA_MASK)
+    assert mask == "bert:expand"
+    conditions = attention.mask_conditions(graph, mask)
+    assert conditions == ["bert:expand"]
+    nodes, inputs = attention.condition_nodes(graph, conditions)
+    assert inputs == ["attention_mask"]
+    assert {"bert:and_1", "bert:index", "bert:ge", "attention_mask"} <= nodes
+    assert not any(graph.nodes[n].get(g.DTYPE) == "float32" for n in nodes)
+    found = attention.read_mask(graph, conditions)
+    assert found == {"causal": False, "window": None, "causal_window": False, "padding": ["attention_mask"]}
+
+
+def test_keys_from_another_stack() -> None:
+    graph = graph_of("t5")
+    ops = attention.attention_operators(graph)
+    kinds = [attention.keys_from_another_stack(graph, n) for n in ops]
+    assert kinds == [False] * 4 + [False, True] * 4
+    bert = bert_tiny()
+    assert not any(attention.keys_from_another_stack(bert, n) for n in attention.attention_operators(bert))
+
+
+def test_heads_need_a_four_dimensional_query_with_a_known_head_count() -> None:
+    graph = bert_tiny()
+    sdpa = attention.attention_operators(graph)[0]
+    assert attention.heads(graph, sdpa, True) == {g.Q_HEADS: 2, g.KV_HEADS: 2}
+    query = walk.argument(graph, sdpa, 0)
+    assert query is not None
+    graph.nodes[query][g.SHAPE] = ["batch", "heads", "seq", 64]
+    assert attention.heads(graph, sdpa, True) == {}
+    graph.nodes[query][g.SHAPE] = ["batch", "seq", 128]
+    assert attention.heads(graph, sdpa, True) == {}
+    llama = graph_of("llama", "eager")
+    softmax = attention.attention_operators(llama)[0]
+    scores, _ = attention.eager_products(llama, softmax)
+    assert attention.heads(llama, softmax, False, scores) == {g.Q_HEADS: 4, g.KV_HEADS: 2}
+    assert attention.heads(llama, softmax, False, None) == {g.Q_HEADS: 4, g.KV_HEADS: 4}
+
+
+def test_readers_of_arguments_literals_and_stacks() -> None:
+    graph = bert_tiny()
+    add = "bert.embeddings:add_1"
+    assert walk.argument(graph, add, 0) == "bert.embeddings:add"
+    assert walk.argument(graph, add, 1) == "bert.embeddings.position_embeddings:embedding"
+    assert walk.argument(graph, add, 2) is None
+    assert walk.op(graph, add) == "add" and walk.op(graph, "input_ids") == "" and walk.op(graph, None) == ""
+    assert walk.literal(graph, "bert:ge", 1) == 0
+    assert walk.literal(graph, "bert:ge", "nope") is None and walk.literal(graph, "input_ids", 0) is None
+    assert walk.operators(graph, ["tanh", "gelu"]) == [
+        f"bert.encoder.layer.{i}.intermediate.intermediate_act_fn:gelu" for i in range(3)
+    ] + ["bert.pooler.activation:tanh"]
+    stacks = {"bert.encoder.layer": "encoder"}
+    assert graph.graph[g.G_STACKS] == stacks
+    assert walk.stack_of(graph, "bert.encoder.layer") == "bert.encoder.layer"
+    assert walk.stack_of(graph, "bert.encoder.layer.1.output") == "bert.encoder.layer"
+    assert walk.stack_of(graph, "bert.encoder.layerx") == "bert.encoder.layer"  # beside the list, in bert.encoder
+    assert walk.stack_of(graph, "bert.encoder") == "bert.encoder.layer"
+    assert walk.stack_of(graph, "bert.embeddings") is None
+    assert (
+        walk.stack_key(graph, "bert.embeddings") == "" and walk.stack_key(graph, "bert.encoder") == "bert.encoder.layer"
+    )
+    t5 = graph_of("t5")
+    assert walk.stack_of(t5, "decoder.final_layer_norm") == "decoder.block"
+    assert walk.stack_of(t5, "shared") is None
+    top = nx.DiGraph(**{g.G_STACKS: {"layers": "encoder", "a.b.layers": "decoder"}})
+    assert walk.stack_of(top, "embeddings") is None  # a list at the top has no module beside it
+    assert walk.stack_of(top, "a.b.norm") == "a.b.layers"
+    nested = nx.DiGraph(**{g.G_STACKS: {"a.layers": "encoder", "a.b.layers": "decoder"}})
+    assert walk.stack_of(nested, "a.b.norm") == "a.b.layers"  # the innermost holder wins
+    assert walk.stack_of(nested, "a.norm") == "a.layers"
+
+
+def test_positions_are_read_off_the_index_ops() -> None:
+    graph = bert_tiny()
+    uses = position.position_uses(graph)
+    assert uses == [(g.ABSOLUTE, "bert.embeddings.position_embeddings")]  # token ids and types come from inputs
+    kinds = {kind for kind, _ in position.position_uses(graph_of("t5"))}
+    assert kinds == {g.RELATIVE_BUCKETS}
+    rotary = position.position_uses(graph_of("llama"))
+    assert {kind for kind, _ in rotary} == {g.ROTARY} and len(rotary) == 2 * 3  # queries and keys, 3 layers
+    assert position._index_ops(graph, None) == (set(), False)
+    ops, reads = position._index_ops(graph, "bert.embeddings:slice")
+    assert ops == {"slice"} and not reads  # the stored position ids: no node feeds the slice
+    bare_graph = bare(bert_tiny())
+    bare_graph.graph[g.G_STACKS] = {}
+    assert position.annotate_position(bare_graph) == {"": [g.ABSOLUTE]}
+
+
+def test_a_layer_run_three_times_is_shared() -> None:
+    """bert-tiny rewritten as ALBERT runs it: layers 1 and 2 are calls 1 and 2 of layer 0."""
+    graph = bare(bert_tiny())
+    for _, data in graph.nodes(data=True):
+        module = str(data.get(g.MODULE, ""))
+        for layer in (1, 2):
+            prefix = f"bert.encoder.layer.{layer}"
+            if module == prefix or module.startswith(prefix + "."):
+                data[g.MODULE] = "bert.encoder.layer.0" + module[len(prefix) :]
+                data[g.CALL] = layer
+    assert sharing.module_calls(graph)["bert.encoder.layer.0.attention.self.query"] == 3
+    assert sharing.module_calls(graph)["bert.pooler.dense"] == 1
+    assert sharing.shared_layers(graph) == {"bert.encoder.layer.0": 3}
+    assert sharing.annotate_sharing(graph) == {"bert.encoder.layer.0": 3}
+    assert graph.graph[g.G_SHARED] == {"bert.encoder.layer.0": 3}
+    assert graph.graph[g.G_MODULES]["bert.encoder.layer.0"][g.M_CALLS] == 3
+    assert summary.shared_lines(graph.graph[g.G_SHARED]) == ["bert.encoder.layer.0 runs 3 times (one set of weights)"]
+
+
+def test_weights_shared_inside_a_layer_are_not_a_shared_layer() -> None:
+    # Only the feed-forward's output projection runs twice (DeBERTa-like): no attention in that group.
+    graph = bare(bert_tiny())
+    graph.nodes["bert.encoder.layer.1.output.dense:linear"][g.CALL] = 1
+    assert sharing.module_calls(graph)["bert.encoder.layer.1.output.dense"] == 2
+    assert sharing.shared_layers(graph) == {}
+    graph.nodes["bert.encoder.layer.1.attention.self.query:linear"][g.CALL] = 1
+    graph.nodes["bert.encoder.layer.1.attention.self.key:linear"][g.CALL] = "1"  # not a number: call 0
+    assert sharing.module_calls(graph)["bert.encoder.layer.1.attention.self.key"] == 1
+
+
+def test_module_path_helpers() -> None:
+    assert sharing._parent("a.b.c") == "a.b" and sharing._parent("a") == ""
+    assert sharing._inside("a.b", "") and sharing._inside("a.b", "a.b") and sharing._inside("a.b.c", "a.b")
+    assert not sharing._inside("a.bc", "a.b")
+    assert sharing._common_module(["a.b.c", "a.b.d"]) == "a.b"
+    assert sharing._common_module(["a.b.c", "a.b.c"]) == "a.b.c"
+    assert sharing._common_module(["a.b", "x.b"]) == ""
+    assert sharing._common_module(["", "a"]) == ""
+    graph = bert_tiny()
+    assert sharing._stack_layer(graph, "bert.encoder.layer.2.output.dense") == "bert.encoder.layer.2"
+    assert sharing._stack_layer(graph, "bert.pooler") == "bert.pooler"
+    assert sharing._stack_layer(graph, "bert.encoder.layer") == "bert.encoder.layer"
+
+
+def test_the_summary_of_each_architecture() -> None:
+    found = summary.architecture(annotated("bert-tiny"))
+    assert found == {
+        "structure": "encoder-only",
+        "stacks": [
+            {
+                "path": "bert.encoder.layer",
+                "kind": "encoder",
+                "attention": {g.BIDIRECTIONAL: 3},
+                "padding_masks": ["attention_mask"],
+                "q_heads": [2],
+                "kv_heads": [2],
+                "position": [g.ABSOLUTE],
+            }
+        ],
+        "shared": {},
+    }
+    assert summary.stack_line(found["stacks"][0]) == (
+        "bert.encoder.layer (encoder): 3 × bidirectional · padding mask from attention_mask · 2 heads · "
+        "positions: absolute"
+    )
+    llama = summary.architecture(annotated("llama"))["stacks"][0]
+    assert summary.stack_line(llama) == (
+        "model.layers (decoder): 3 × causal · padding mask from attention_mask · 4 heads, 2 key/value heads "
+        "(grouped-query) · positions: rotary"
+    )
+    t5 = summary.architecture(annotated("t5"))
+    assert [stack["path"] for stack in t5["stacks"]] == ["decoder.block", "encoder.block"]  # the file's order
+    assert t5["stacks"][0]["padding_masks"] == ["attention_mask", "decoder_attention_mask"]
+    assert t5["stacks"][1]["padding_masks"] == ["attention_mask"]
+    assert summary.stack_line(t5["stacks"][0]).startswith("decoder.block (decoder): 4 × causal, 4 × cross · ")
+    bare_line = {
+        "path": "",
+        "kind": "",
+        "attention": {},
+        "padding_masks": [],
+        "q_heads": [],
+        "kv_heads": [],
+        "position": [],
+    }
+    assert summary.stack_line(bare_line) == "model: — · positions: none found"
+    assert summary.architecture(chain(["linear"])) == {"structure": "", "stacks": [], "shared": {}}
+    outside = bare(bert_tiny())
+    outside.graph[g.G_STACKS] = {}
+    facts.annotate(outside)
+    stacks = summary.architecture(outside)["stacks"]
+    assert [stack["path"] for stack in stacks] == [""] and stacks[0]["kind"] == ""
+    assert summary.stack_line(stacks[0]).startswith("model: 3 × bidirectional · ")
