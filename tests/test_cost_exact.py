@@ -186,6 +186,27 @@ def with_unknown_products(count: int, source: str = "torch.export") -> nx.DiGrap
     return recosted(graph)
 
 
+def test_a_product_without_a_formula_is_refused_as_such() -> None:
+    """An einsum's FLOPs hang on its equation, which no formula sees: the refusal says that, not
+    that shapes were unknown, even beside products whose shapes are unknown."""
+    graph = bert_tiny()
+    query = "bert.encoder.layer.0.attention.self.query:linear"
+    graph.nodes[query][g.TARGET] = "aten.einsum.default"
+    graph = recosted(graph)
+    assert cost.uncounted_products(graph) == {"aten.einsum.default": 1}
+    with pytest.raises(cost.CostError) as raised:
+        cost.check_products_counted(graph)
+    assert str(raised.value) == (
+        "bert-tiny: 1 matrix product (aten.einsum.default) has no FLOP formula in bertgraph, so the matmul "
+        "FLOPs cannot be counted exactly; summary and params still count the model"
+    )
+    both = bert_tiny()
+    both.nodes[query][g.TARGET] = "onnx::Einsum"
+    both.nodes["bert.pooler.dense:linear"][g.SHAPE] = ["?", 128]
+    with pytest.raises(cost.CostError, match=r"^bert-tiny: 1 matrix product \(onnx::Einsum\) has no FLOP formula"):
+        cost.check_products_counted(recosted(both))
+
+
 def test_a_product_without_a_cost_is_refused_in_one_line() -> None:
     graph = with_unknown_products(2)
     assert cost.uncounted_products(graph) == {"aten.linear.default": 2}

@@ -119,12 +119,15 @@ def test_fused_attention_counts_both_products_and_five_or_four_per_score(masked:
         ("aten.conv1d", [2, 4, 9], [6, 4, 3], 1),
         ("aten.conv2d", [2, 4, 7, 8], [6, 2, 3, 2], 2),
         ("aten.conv3d", [1, 2, 5, 5, 5], [4, 2, 2, 2, 2], 1),
+        # ONNX's Conv takes X, W and B in torch's layout: counted as the torch convolution of its rank
+        ("onnx::Conv", [2, 4, 9], [6, 2, 3], 2),
+        ("onnx::Conv", [1, 2, 5, 6], [4, 2, 2, 3], 1),
     ],
 )
 def test_convolutions_count_what_flop_counter_mode_counts(
     key: str, x: list[int], weight: list[int], groups: int, bias: bool
 ) -> None:
-    conv = getattr(torch.nn.functional, key.split(".")[1])
+    conv = getattr(torch.nn.functional, f"conv{len(x) - 2}d")
     arguments = [x, weight, *([[weight[0]]] if bias else [])]
     tensors = [torch.randn(*s) for s in arguments]
     out = list(conv(*tensors, groups=groups).shape)

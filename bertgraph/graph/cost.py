@@ -179,14 +179,24 @@ def check_products_counted(graph: nx.DiGraph, name: str | None = None) -> None:
     missing = uncounted_products(graph)
     if not missing:
         return
+    # An einsum's FLOPs depend on its equation, which no formula sees: say so, not that shapes are unknown.
+    unformulated = {op: n for op, n in missing.items() if op_key(op) not in FORMULAS}
+    if unformulated:
+        missing = unformulated
     count = sum(missing.values())
     names = ", ".join(f"{n} × {op}" if n > 1 else op for op, n in missing.items())
     where = "ONNX shape inference" if graph.graph.get(g.G_SOURCE) == "onnx" else "tracing"
     products = f"{count} matrix product{'s' if count > 1 else ''} ({names})"
+    model = name or graph.graph.get(g.G_NAME) or "the model"
+    if unformulated:
+        raise CostError(
+            f"{model}: {products} {'have' if count > 1 else 'has'} no FLOP formula in bertgraph, so the matmul "
+            "FLOPs cannot be counted exactly; summary and params still count the model"
+        )
     raise CostError(
-        f"{name or graph.graph.get(g.G_NAME) or 'the model'}: {products} "
-        f"{'have' if count > 1 else 'has'} shapes {where} could not work out, so the matmul FLOPs cannot be "
-        "counted exactly; give the model's config, or an ONNX file whose shapes are known (bertgraph onnx writes one)"
+        f"{model}: {products} {'have' if count > 1 else 'has'} shapes {where} could not work out, so the matmul "
+        "FLOPs cannot be counted exactly; give the model's config, or an ONNX file whose shapes are known "
+        "(bertgraph onnx writes one)"
     )
 
 

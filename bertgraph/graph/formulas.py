@@ -230,7 +230,7 @@ def _attention(call: Call) -> Flops:
     return Flops(2 * scores * q[-1] + 2 * scores * v[-1], per_score * scores)
 
 
-@formula("aten.conv1d", "aten.conv2d", "aten.conv3d")
+@formula("aten.conv1d", "aten.conv2d", "aten.conv3d", "onnx::Conv")  # ONNX Conv: X, W, B in the same layout
 def _convolution(call: Call) -> Flops:
     # weight [C_out, C_in / groups, *kernel]: each output element is C_in/groups · prod(kernel) multiply-adds.
     weight = call.inputs[1]
