@@ -338,3 +338,58 @@ def test_the_summary_of_each_architecture() -> None:
     stacks = summary.architecture(outside)["stacks"]
     assert [stack["path"] for stack in stacks] == [""] and stacks[0]["kind"] == ""
     assert summary.stack_line(stacks[0]).startswith("model: 3 × bidirectional · ")
+
+
+def ops_graph(edges: list[tuple[str, str, int]], stacks: dict[str, str] | None = None) -> nx.DiGraph:
+    """Ops named ``module:op`` or ``module:op_N`` (a name without ``:`` an input), linked by
+    ``(source, target, argument)``, run in the order they first appear."""
+    graph = nx.DiGraph(**{g.G_STACKS: stacks or {}})
+    for source, target, position_ in edges:
+        for node in (source, target):
+            if node not in graph:
+                name = node.split(":")[-1].rstrip("0123456789").rstrip("_")
+                data = {g.KIND: g.INPUT} if ":" not in node else {g.KIND: g.OPERATOR, g.OP: name}
+                graph.add_node(node, **data, **{g.MODULE: node.split(":")[0], g.ORDER: len(graph)})
+        graph.add_edge(source, target, **{g.ARGS: [position_]})
+    return graph
+
+
+def test_each_index_computation_is_its_own_kind_of_position() -> None:
+    table = ("w", "m:embedding", 0)
+    relative = ops_graph([("m:arange", "m:sub", 0), ("m:arange_1", "m:sub", 1), ("m:sub", "m:gather", 1)])
+    assert position.position_uses(relative) == [(g.RELATIVE, "m")]  # DeBERTa: the index is exactly sub(arange, arange)
+    plain = ops_graph([("m:arange", "m:gather", 1), ("x", "m:gather", 0)])
+    assert position.position_uses(plain) == []  # a gather at positions themselves, no difference
+    steps = [("m:arange", "m:sub", 0), ("m:arange_1", "m:sub", 1), ("m:sub", "m:log", 0), ("m:log", "m:embedding", 1)]
+    buckets = ops_graph(steps)
+    assert position.position_uses(buckets) == [(g.RELATIVE_BUCKETS, "m")]  # exactly log(sub(arange, arange))
+    stored = ops_graph([table])
+    assert position.position_uses(stored) == [(g.ABSOLUTE, "m")]  # indices not traced: a stored buffer
+    shifted = ops_graph([("m:arange", "m:add", 0), ("ids", "m:add", 1), ("m:add", "m:embedding", 1)])
+    assert position.position_uses(shifted) == [(g.ABSOLUTE, "m")]  # arange, though an input feeds it too
+    roberta = ops_graph([("ids", "m:ne", 0), ("m:ne", "m:cumsum", 0), ("m:cumsum", "m:embedding", 1)])
+    assert position.position_uses(roberta) == [(g.ABSOLUTE, "m")]  # ids counted from the padding
+    tokens = ops_graph([("ids", "m:add", 0), ("m:add", "m:embedding", 1)])
+    assert position.position_uses(tokens) == []  # computed from an input, but not positions
+    assert position._index_ops(tokens, "m:add") == ({"add", ""}, True)
+
+
+def test_a_position_kind_found_in_one_stack_is_that_stacks_only() -> None:
+    graph = ops_graph(
+        [("a.layers.0:arange", "a.layers.0:embedding", 1), ("ids", "b.layers.0:embedding", 1)],
+        {"a.layers": "encoder", "b.layers": "decoder"},
+    )
+    assert position.annotate_position(graph) == {"a.layers": [g.ABSOLUTE], "b.layers": []}
+
+
+def rotation(others: list[str]) -> nx.DiGraph:
+    """``cat(neg(slice(q)), …)`` times ``others``; neg and cat each feed an ``add`` first."""
+    edges = [("q", "m:slice", 0), ("m:slice", "m:neg", 0), ("m:neg", "m:add", 0), ("m:neg", "m:cat", 0)]
+    edges += [("m:cat", "m:add_1", 0), ("m:cat", "m:mul", 0)]
+    return ops_graph(edges + [(other, "m:mul", 1) for other in others])
+
+
+def test_rotary_needs_the_rotated_half_multiplied_by_a_sine() -> None:
+    assert position.position_uses(rotation(["m:sin"])) == [(g.ROTARY, "m")]
+    assert position.position_uses(rotation(["ids"])) == []  # multiplied, but by nothing from sin
+    assert position.position_uses(ops_graph([("q", "m:neg", 0), ("m:neg", "m:cat", 0)])) == []  # no slice
