@@ -393,3 +393,10 @@ def test_rotary_needs_the_rotated_half_multiplied_by_a_sine() -> None:
     assert position.position_uses(rotation(["m:sin"])) == [(g.ROTARY, "m")]
     assert position.position_uses(rotation(["ids"])) == []  # multiplied, but by nothing from sin
     assert position.position_uses(ops_graph([("q", "m:neg", 0), ("m:neg", "m:cat", 0)])) == []  # no slice
+
+
+def test_a_module_beside_two_lists_goes_to_the_first_and_a_graph_without_stacks_has_none() -> None:
+    twins = nx.DiGraph(**{g.G_STACKS: {"a.xs": "encoder", "a.ys": "decoder"}})
+    assert walk.stack_of(twins, "a.norm") == "a.xs"  # equally deep holders: the file's order decides
+    assert walk.stack_of(twins, "a.ys.0") == "a.ys"
+    assert walk.stack_of(nx.DiGraph(), "a.norm") is None and walk.stack_key(nx.DiGraph(), "a") == ""
