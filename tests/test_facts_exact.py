@@ -400,3 +400,28 @@ def test_a_module_beside_two_lists_goes_to_the_first_and_a_graph_without_stacks_
     assert walk.stack_of(twins, "a.norm") == "a.xs"  # equally deep holders: the file's order decides
     assert walk.stack_of(twins, "a.ys.0") == "a.ys"
     assert walk.stack_of(nx.DiGraph(), "a.norm") is None and walk.stack_key(nx.DiGraph(), "a") == ""
+
+
+def test_a_layer_run_twice_is_shared_whatever_order_its_calls_come_in() -> None:
+    # Layer 0's ops rewritten as the second call of layer 1: the later call is listed first.
+    graph = bare(bert_tiny())
+    for _, data in graph.nodes(data=True):
+        module = str(data.get(g.MODULE, ""))
+        prefix = "bert.encoder.layer.0"
+        if module == prefix or module.startswith(prefix + "."):
+            data[g.MODULE] = "bert.encoder.layer.1" + module[len(prefix) :]
+            data[g.CALL] = 1
+    assert sharing.module_calls(graph)["bert.encoder.layer.1.attention.self.query"] == 2
+    del graph.graph[g.G_MODULES]  # no module table to write the count into
+    assert sharing.annotate_sharing(graph) == {"bert.encoder.layer.1": 2}
+    assert graph.graph[g.G_SHARED] == {"bert.encoder.layer.1": 2}
+
+
+def test_only_modules_that_read_weights_are_counted() -> None:
+    graph = bare(bert_tiny())
+    owners = {entry["module"] for entry in graph.graph[g.G_PARAMETERS]}
+    assert set(sharing.module_calls(graph)) == owners
+    gelu = "bert.encoder.layer.0.intermediate.intermediate_act_fn:gelu"
+    graph.nodes[gelu][g.SHARED_PARAMS] = ["bert.embeddings.word_embeddings.weight"]  # a tied weight only
+    assert set(sharing.module_calls(graph)) == owners | {"bert.encoder.layer.0.intermediate.intermediate_act_fn"}
+    assert sharing._stack_layer(nx.DiGraph(), "a.layers.0.b") == "a.layers.0.b"  # no stacks recorded
