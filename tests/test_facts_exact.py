@@ -425,3 +425,48 @@ def test_only_modules_that_read_weights_are_counted() -> None:
     graph.nodes[gelu][g.SHARED_PARAMS] = ["bert.embeddings.word_embeddings.weight"]  # a tied weight only
     assert set(sharing.module_calls(graph)) == owners | {"bert.encoder.layer.0.intermediate.intermediate_act_fn"}
     assert sharing._stack_layer(nx.DiGraph(), "a.layers.0.b") == "a.layers.0.b"  # no stacks recorded
+
+
+def test_the_summary_lists_stacks_with_attention_or_positions_and_only_those() -> None:
+    graph = annotated("bert-tiny")
+    layer = "bert.encoder.layer"
+    graph.graph[g.G_STACKS] = {"empty.layers": "decoder", layer: "encoder", "pos.layers": "encoder"}
+    graph.graph[g.G_POSITION] = {"empty.layers": [], layer: [g.ABSOLUTE], "pos.layers": [g.ROTARY]}
+    graph.graph[g.G_SHARED] = {f"{layer}.0": 3}
+    first, second = attention.attention_operators(graph)[:2]
+    graph.nodes[first][g.PADDING_MASK] = "attention_mask, token_type_ids"  # two masks on one op
+    del graph.nodes[second][g.KV_HEADS]  # an op whose key/value heads are unknown
+    found = summary.architecture(graph)
+    assert [stack["path"] for stack in found["stacks"]] == [layer, "pos.layers"]
+    assert found["stacks"][0]["padding_masks"] == ["attention_mask", "token_type_ids"]
+    assert found["stacks"][0]["q_heads"] == [2] and found["stacks"][0]["kv_heads"] == [2]
+    assert found["stacks"][1] == {
+        "path": "pos.layers",
+        "kind": "encoder",
+        "attention": {},
+        "padding_masks": [],
+        "q_heads": [],
+        "kv_heads": [],
+        "position": [g.ROTARY],
+    }
+    assert found["shared"] == {f"{layer}.0": 3}
+    del graph.graph[g.G_POSITION]  # attention found, positions never looked for
+    graph.graph[g.G_ATTENTION]["outside"] = {g.CAUSAL: 1}  # a path that is no stack
+    stacks = summary.architecture(graph)["stacks"]
+    assert [(stack["path"], stack["position"]) for stack in stacks] == [(layer, []), ("outside", [])]
+
+
+def test_a_stack_line_joins_several_masks_head_counts_and_positions() -> None:
+    stack = {
+        "path": "enc.layers",
+        "kind": "encoder",
+        "attention": {g.BIDIRECTIONAL: 2, g.SLIDING_WINDOW: 4},
+        "padding_masks": ["attention_mask", "token_type_ids"],
+        "q_heads": [4, 8],
+        "kv_heads": [2, 4],
+        "position": [g.ABSOLUTE, g.ROTARY],
+    }
+    assert summary.stack_line(stack) == (
+        f"enc.layers (encoder): 2 × {g.BIDIRECTIONAL}, 4 × {g.SLIDING_WINDOW} · padding mask from attention_mask, "
+        "token_type_ids · 4/8 heads, 2/4 key/value heads (grouped-query) · positions: absolute, rotary"
+    )
