@@ -135,3 +135,24 @@ def test_the_dense_count_runs_every_expert() -> None:
     assert moe.all_experts_matmul_flops(with_products(fused(), "0"), matmul) is None
     mixed = with_products(fused(4, 3), "96*batch*seq + 64*batch")  # one term divides, the other not
     assert moe.all_experts_matmul_flops(mixed, matmul) is None
+
+
+def test_two_experts_one_per_token() -> None:
+    """A shared expert listed first (32), a router [2, 8] (16), experts.0 and experts.1 of 64: 176 in
+    all, 128 routed; a token runs 176 - 128 + 128 / 2 = 112, a whole number of parameters."""
+    graph = g.new_graph(**{g.G_CONFIG: {moe.EXPERTS: 2, moe.EXPERTS_PER_TOKEN: 1}})
+    graph.graph[g.G_PARAMETERS] = [
+        parameter("layers.0.mlp.shared_expert.weight", "layers.0.mlp.shared_expert", [4, 8]),
+        parameter("layers.0.mlp.gate.weight", "layers.0.mlp.gate", [2, 8]),
+    ] + [parameter(f"layers.0.mlp.experts.{i}.weight", f"layers.0.mlp.experts.{i}", [8, 8]) for i in range(2)]
+    found = moe.active_parameters(graph)
+    assert found == {"active": 112, "experts": 2, "experts_per_token": 1, "expert_parameters": 128}
+    assert isinstance(found["active"], int)
+    assert moe.expert_modules(graph) == {"layers.0.mlp.experts"}
+    assert moe.active_parameters(g.new_graph()) is None  # no config at all
+
+
+def test_the_dense_count_stays_whole() -> None:
+    # 4 grouped FLOPs per token for 2 of 4 experts: 8 for all 4 (4 / 4 experts is not a multiple of 2, 4 · 4 is)
+    dense = moe.all_experts_matmul_flops(with_products(fused(), "4*batch*seq"), Poly.parse("104*batch*seq"))
+    assert dense == Poly.parse("108*batch*seq")
