@@ -48,9 +48,9 @@ def test_nothing_to_grow_leaves_the_graph_as_traced() -> None:
 
 
 def _hybrid_spec(tmp_path: Path, layers: int) -> ModelSpec:
-    """A hybrid stack without a record: linear attention with a full layer every third, the first
+    """A hybrid stack without a record: linear attention with a full layer every second, the first
     layer's feed-forward dense and every later one experts (neither period named by a field)."""
-    config = small_config("bailing_hybrid", layer_group_size=3, first_k_dense_replace=1, num_hidden_layers=layers)
+    config = small_config("bailing_hybrid", layer_group_size=2, first_k_dense_replace=1, num_hidden_layers=layers)
     config.update(layer_types=None, mlp_layer_types=None)  # derived again for this depth by the config class
     (tmp_path / "config.json").write_text(json.dumps(config, default=str))
     return resolve(str(tmp_path))
@@ -58,9 +58,9 @@ def _hybrid_spec(tmp_path: Path, layers: int) -> ModelSpec:
 
 @pytest.mark.slow
 def test_a_hybrid_stack_is_grown_from_its_pattern_and_equals_a_full_trace(tmp_path: Path) -> None:
-    spec = _hybrid_spec(tmp_path, 8)
+    spec = _hybrid_spec(tmp_path, 6)  # the fewest layers that leave some to grow (each traced one costs seconds)
     [(_, plan)] = stack_plans(spec, build_model(spec))
-    assert (plan.special, plan.period, plan.traced) == (1, 3, 5)
+    assert (plan.special, plan.period, plan.traced) == (1, 2, 4)
     grown, full = trace(spec, grow=True), trace(spec, grow=False)
     assert "".join(graph_io.generate_json(grown)) == "".join(graph_io.generate_json(full))
 
