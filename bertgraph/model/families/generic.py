@@ -34,6 +34,7 @@ from bertgraph.model.families.record import (
     POSITION,
     SELF_ATTENTION,
     STACK,
+    UNTOLD,
     Family,
     Head,
     Stack,
@@ -425,11 +426,15 @@ def _count(value: Any) -> bool:
 
 
 def _structure(model_type: str, config: Any) -> str:
+    """What the config or the type's heads say the model is; :data:`UNTOLD` for a base model alone
+    (VITS: an encoder stack inside a text-to-speech model is no encoder-only backbone)."""
     if getattr(config, "is_encoder_decoder", False):
         return ENCODER_DECODER
-    if model_type in auto_tables()["masked-lm"] or model_type not in auto_tables()["causal-lm"]:
+    if model_type in auto_tables()["masked-lm"]:
         return ENCODER_ONLY
-    return DECODER_ONLY
+    if model_type in auto_tables()["causal-lm"]:
+        return DECODER_ONLY
+    return UNTOLD
 
 
 def _stacks(model: Any, values: Mapping[str, Any], sizes: Mapping[str, str]) -> list[Stack]:
