@@ -234,3 +234,20 @@ def test_a_type_whose_heads_say_nothing_claims_no_structure(tiny_graph: Any) -> 
         backbone = next(c.title for c in build_diagram(graph).clusters if c.role == "backbone")
         assert backbone.startswith(f"{said} backbone · " if said else "backbone · "), backbone
 
+
+@pytest.mark.slow
+def test_vits_states_the_example_it_was_traced_at_and_claims_no_structure(tmp_path: Path) -> None:
+    """VITS's sizes can be named neither from one export, nor two, nor a dynamic one: it is traced at
+    fixed sizes, and the example its drawing, summary and costs state is that size, not the spec's."""
+    from bertgraph.graph import cost
+
+    graph = bertgraph.trace(small_folder("vits", tmp_path), cache=False).graph
+    traced = graph.nodes["input_ids"][g.SHAPE]
+    assert all(type(size) is int for size in traced) and traced[0] == 2  # a batch of 1 would be specialised
+    assert graph.graph[g.G_EXAMPLE] == dict(zip(("batch", "seq"), traced))
+    assert cost.sizes_for(graph) == graph.graph[g.G_EXAMPLE]
+    dot = bertgraph.Architecture(graph).to_dot(depth=2)
+    assert f"example input batch={traced[0]}, seq={traced[1]}" in dot
+    backbone = next(c.title for c in build_diagram(graph).clusters if c.role == "backbone")
+    assert backbone.startswith("backbone · VitsModel"), backbone
+    assert "encoder-only" not in dot
