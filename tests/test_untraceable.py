@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from transformers.utils import logging as hf_logging
 
 from bertgraph.cli import main
 from bertgraph.graph import stats, views
@@ -22,6 +23,11 @@ from bertgraph.model.spec import resolve
 from bertgraph.render.diagram import build_diagram
 from bertgraph.tracing import causes
 from tests.layout import cycles, fold_mismatches, lay_out, upward_edges
+
+# transformers' log handler keeps the stream it is made with: made now, it writes to the session's
+# capture, not to the closed capture of whichever test first logged (the next test's stderr would
+# then hold a logging error).
+hf_logging.get_logger("transformers")
 
 # Types of the pinned transformers that cannot be traced, and why.
 UNTRACEABLE = {
