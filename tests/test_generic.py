@@ -187,7 +187,9 @@ def test_moe_flops_are_the_experts_a_token_runs_as_a_real_forward_counts(model_t
     graph = bertgraph.trace(folder, cache=False, attention="eager").graph
     config = dict(small_config(model_type))
     kind = config.pop("model_type")
-    built = transformers.AutoConfig.for_model(kind, **config, attn_implementation="eager", experts_implementation="eager")
+    built = transformers.AutoConfig.for_model(
+        kind, **config, attn_implementation="eager", experts_implementation="eager"
+    )
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(built).eval()
     sizes = [{"batch": 1, "seq": 16}, {"batch": 2, "seq": 9}]
@@ -213,3 +215,39 @@ def test_moe_flops_are_the_experts_a_token_runs_as_a_real_forward_counts(model_t
     line = f"{found['experts']} experts, {found['experts_per_token']} active per token"
     assert line in bertgraph.Architecture(graph).to_dot(depth=2)
     assert "every expert" in "\n".join(text.generate_cost(report))
+
+
+def test_a_type_whose_heads_say_nothing_claims_no_structure(tiny_graph: Any) -> None:
+    """A base model alone (VITS, text to speech) is no encoder-only model, whatever its stacks are
+    called; a type with a masked-LM or causal-LM head is what that head says. On a traced graph the
+    ops can still tell a decoder: stacks whose every attention is causal."""
+    from bertgraph.graph import facts, roles
+    from bertgraph.model.families import generic
+
+    assert generic.generic_family("vits").structure == generic.UNTOLD == ""
+    assert generic.generic_family("mistral").structure == "decoder-only"
+    assert generic.generic_family("xmod").structure == "encoder-only"
+    for model_type, said in (("gpt2", "decoder-only"), ("bert", "")):
+        graph = facts.annotate(tiny_graph(model_type, "base")[1].copy())
+        graph.graph[g.G_STRUCTURE] = generic.UNTOLD
+        assert roles.structure(graph) == said, model_type
+        backbone = next(c.title for c in build_diagram(graph).clusters if c.role == "backbone")
+        assert backbone.startswith(f"{said} backbone · " if said else "backbone · "), backbone
+
+
+@pytest.mark.slow
+def test_vits_states_the_example_it_was_traced_at_and_claims_no_structure(tmp_path: Path) -> None:
+    """VITS's sizes can be named neither from one export, nor two, nor a dynamic one: it is traced at
+    fixed sizes, and the example its drawing, summary and costs state is that size, not the spec's."""
+    from bertgraph.graph import cost
+
+    graph = bertgraph.trace(small_folder("vits", tmp_path), cache=False).graph
+    traced = graph.nodes["input_ids"][g.SHAPE]
+    assert all(type(size) is int for size in traced) and traced[0] == 2  # a batch of 1 would be specialised
+    assert graph.graph[g.G_EXAMPLE] == dict(zip(("batch", "seq"), traced))
+    assert cost.sizes_for(graph) == graph.graph[g.G_EXAMPLE]
+    dot = bertgraph.Architecture(graph).to_dot(depth=2)
+    assert f"example input batch={traced[0]}, seq={traced[1]}" in dot
+    backbone = next(c.title for c in build_diagram(graph).clusters if c.role == "backbone")
+    assert backbone.startswith("backbone · VitsModel"), backbone
+    assert "encoder-only" not in dot

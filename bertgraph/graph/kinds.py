@@ -75,6 +75,11 @@ def _positions(graph: nx.DiGraph) -> list[str]:
     return sorted(kinds, key=lambda k: g.POSITION_KINDS.index(k) if k in g.POSITION_KINDS else len(g.POSITION_KINDS))
 
 
+def structure_words(kind: dict[str, Any]) -> str:
+    """A kind's structure in words; a structure nothing told (``""``) is claimed as none: "backbone"."""
+    return str(kind["structure"]) or "backbone"
+
+
 def architecture_kind(graph: nx.DiGraph, total: int) -> dict[str, Any]:
     """The families-table row of ``graph`` (``total``: its parameters).
 

@@ -18,6 +18,7 @@ from bertgraph.graph.facts.sharing import shared_layers
 from bertgraph.model.families.record import (
     CROSS_ATTENTION,
     DECODER,
+    DECODER_ONLY,
     EMBEDDINGS,
     ENCODER,
     ENCODER_DECODER,
@@ -31,6 +32,7 @@ from bertgraph.model.families.record import (
     POSITION,
     SELF_ATTENTION,
     STACK,
+    UNTOLD,
 )
 
 __all__ = [
@@ -132,13 +134,19 @@ def structure(graph: nx.DiGraph) -> str:
     """``encoder-only``, ``decoder-only`` or ``encoder-decoder``: the stacks the graph has.
 
     Read off the stacks the trace recorded; a graph without them (an ONNX file) is taken as
-    what bertgraph exports to ONNX, an encoder.
+    what bertgraph exports to ONNX, an encoder. A generic record that could not tell
+    (:data:`UNTOLD`) claims ``decoder-only`` only where every attention op is causal, else none.
     """
     kinds = set(stack_kinds(graph).values())
+    if graph.graph.get(g.G_STRUCTURE) == UNTOLD:
+        # Nothing about the type said; only the ops may: stacks whose every attention is causal decode.
+        labels = [label for found in dict(graph.graph.get(g.G_ATTENTION, {})).values() for label in found]
+        causal = bool(labels) and all(label.startswith(g.CAUSAL) for label in labels)
+        return DECODER_ONLY if kinds and causal else UNTOLD
     if kinds == {ENCODER, DECODER}:
         return ENCODER_DECODER
     if kinds == {DECODER}:
-        return "decoder-only"
+        return DECODER_ONLY
     return str(graph.graph.get(g.G_STRUCTURE) or ENCODER_ONLY)
 
 

@@ -124,11 +124,24 @@ def make_config(spec: ModelSpec, model_class: Any) -> Any:
     if spec.attention is not None:
         kwargs["attn_implementation"] = spec.attention
     try:
-        return model_class.config_class(**kwargs)
+        config = model_class.config_class(**kwargs)
     except Exception as error:
         raise ConfigError(
             f"{origin}: transformers cannot build {spec.model_class} from this config: {first_line(error)}"
         ) from error
+    if kwargs.get("use_cache") is False:
+        _cache_off(config)
+    return config
+
+
+def _cache_off(config: Any) -> None:
+    """``use_cache`` off in every sub-config too: a config class may turn it back on in one it makes
+    (T5Gemma's decoder), and that part's forward then returns a cache export cannot flatten."""
+    for name in getattr(config, "sub_configs", None) or ():
+        sub = getattr(config, name, None)
+        if sub is not None and hasattr(sub, "use_cache"):
+            sub.use_cache = False
+            _cache_off(sub)
 
 
 def _fake_model(model_class: Any, config: Any, dtype: Any) -> Any:

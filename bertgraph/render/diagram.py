@@ -710,8 +710,9 @@ def build_diagram(
         params = cluster_params.get(key, 0)
         if cluster.role == BACKBONE:
             name = f"{backbone} ({backbone_type})" if backbone and backbone_type else backbone or backbone_type
-            structure = roles.structure(graph)
-            title = f"{structure} backbone · {name} · {figures.short(params)} params"
+            # A structure nothing told (roles.UNTOLD) is not claimed: just "backbone".
+            said = " ".join(word for word in (roles.structure(graph), "backbone") if word)
+            title = f"{said} · {name} · {figures.short(params)} params"
         elif cluster.role == HEAD:
             parts = ("task head", graph.graph.get(g.G_HEAD, ""), _params_line(params, 1))
             title = " · ".join(part for part in parts if part)

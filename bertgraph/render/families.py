@@ -15,7 +15,7 @@ import networkx as nx
 
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats
-from bertgraph.graph.kinds import architecture_kind
+from bertgraph.graph.kinds import architecture_kind, structure_words
 from bertgraph.render import figures
 from bertgraph.render.diagram import Diagram, build_diagram
 from bertgraph.render.escape import markdown_text as md
@@ -51,14 +51,14 @@ def build_families(graphs: Sequence[nx.DiGraph], depth: int = 2) -> Diagram:
         title="encoder-only, decoder-only and encoder-decoder, side by side"
         if {k["structure"] for k in kinds} >= {"encoder-only", "decoder-only", "encoder-decoder"}
         else "architectures side by side",
-        subtitle=" · ".join(f"{k['model']}: {k['structure']}" for k in kinds)
+        subtitle=" · ".join(f"{k['model']}: {structure_words(k)}" for k in kinds)
         + f" · depth {depth} · repeats folded · drawn from the traced models",
     )
     for number, (graph, kind) in enumerate(zip(graphs, kinds)):
         prefix = f"m{number}:"
         diagram = build_diagram(graph, layer_depth(graph, depth), prefix=prefix)
         combined.add_variant(
-            prefix, f"{kind['model']} · {kind['structure']} · {figures.count(kind['parameters'])} params", diagram
+            prefix, f"{kind['model']} · {structure_words(kind)} · {figures.count(kind['parameters'])} params", diagram
         )
         for name, label in diagram.kind_names.items():
             combined.kind_names.setdefault(name, label)
@@ -104,7 +104,7 @@ def table_rows(kinds: Sequence[dict[str, Any]]) -> list[list[str]]:
         rows.append(
             [
                 kind["model"],
-                kind["structure"],
+                kind["structure"] or "—",
                 _stacks_cell(kind, "attention"),
                 _stacks_cell(kind, "layers"),
                 figures.count(kind["hidden"]) if kind["hidden"] else "—",

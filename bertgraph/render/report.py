@@ -67,7 +67,7 @@ def generate_cost_lines(
 
 def generate_kind_lines(graph: nx.DiGraph, total: int) -> Iterable[str]:
     """The report's "Architecture kind" section: the model's row of the families table, in words."""
-    from bertgraph.graph.kinds import architecture_kind
+    from bertgraph.graph.kinds import architecture_kind, structure_words
     from bertgraph.render.families import attention_text
 
     kind = architecture_kind(graph, total)
@@ -75,7 +75,7 @@ def generate_kind_lines(graph: nx.DiGraph, total: int) -> Iterable[str]:
     yield "### Architecture kind"
     yield ""
     if not stacks:
-        yield f"**{md(kind['structure'])}**; the graph records no layer stacks."
+        yield f"**{md(structure_words(kind))}**; the graph records no layer stacks."
         yield ""
         return
     parts = []
@@ -84,7 +84,7 @@ def generate_kind_lines(graph: nx.DiGraph, total: int) -> Iterable[str]:
         parts.append(f"{md(stack['kind'])} stack `{md(stack['name'])}`: {stack['layers']} layers{attention}")
     hidden = f"; hidden size {figures.count(kind['hidden'])}" if kind["hidden"] else ""
     position = f"; positions: {md(', '.join(kind['position']))}" if kind["position"] else ""
-    yield f"**{md(kind['structure'])}** — " + "; ".join(parts) + hidden + position + "."
+    yield f"**{md(structure_words(kind))}** — " + "; ".join(parts) + hidden + position + "."
     if kind["uses"]:
         yield f"Typically used for {md(kind['uses'])}."
     yield ""

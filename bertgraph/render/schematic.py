@@ -11,6 +11,7 @@ from typing import Any
 
 import networkx as nx
 
+from bertgraph.graph.kinds import structure_words
 from bertgraph.graph.schematic import Column, Step, columns
 from bertgraph.render.escape import dot_html as esc
 from bertgraph.render.escape import mermaid_front_matter
@@ -137,7 +138,7 @@ def _caption_lines(kind: dict[str, Any], cols: list[Column]) -> list[str]:
     """The model's facts, one per line: name, structure, parameters, positions, each stack's, uses."""
     from bertgraph.render import figures
 
-    lines = [kind["model"], kind["structure"], f"{figures.count(kind['parameters'])} params"]
+    lines = [kind["model"], structure_words(kind), f"{figures.count(kind['parameters'])} params"]
     if kind["position"]:
         lines.append("positions: " + ", ".join(kind["position"]))
     if len(cols) == 2 and cols[0].caption == cols[1].caption:  # T5: one set of facts for both stacks

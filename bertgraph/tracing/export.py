@@ -97,6 +97,7 @@ def _trace(spec: ModelSpec, model: torch.nn.Module, grow: bool) -> nx.DiGraph:
             grown = grow_stacks(trace_module(small_model, small), plans)
             _, tied = _canonical_parameter_names(model)
             grown.graph.update(_graph_attributes(model, spec, "meta", tied))
+            grown.graph[g.G_EXAMPLE] = traced_example(grown, spec)
             check_parameters(grown, {name: p.numel() for name, p in model.named_parameters()})
             return grown
         except GrowError:
@@ -223,7 +224,22 @@ def trace_module_twice(model: torch.nn.Module, spec: ModelSpec, weights: str = "
             return name_dims(graphs[0], graphs[1], *sizes)
         except DimsError:
             pass
-    return graph_from_program(export_program(model, spec), model, spec, weights=weights)
+    graph = graph_from_program(export_program(model, spec), model, spec, weights=weights)
+    graph.graph[g.G_EXAMPLE] = traced_example(graph, spec)
+    return graph
+
+
+def traced_example(graph: nx.DiGraph, spec: ModelSpec) -> dict[str, int]:
+    """The example sizes ``graph`` states: the spec's where its inputs' dimensions are named, and
+    where an export could name none (it fell back to fixed sizes: VITS), the size it was traced at,
+    so the stated example is the one its shapes show."""
+    example = dict(zip(spec.dim_names, spec.example_shape))
+    for name, dims in spec.input_dims.items():
+        shape = graph.nodes[name].get(g.SHAPE, []) if name in graph else []
+        for dim, size in zip(dims, shape):
+            if type(size) is int:
+                example[dim] = size
+    return example
 
 
 def export_program(model: torch.nn.Module, spec: ModelSpec, shape: tuple[int, ...] | None = None) -> ExportedProgram:

@@ -34,6 +34,7 @@ from bertgraph.model.families.record import (
     POSITION,
     SELF_ATTENTION,
     STACK,
+    UNTOLD,
     Family,
     Head,
     Stack,
@@ -324,11 +325,46 @@ def built_config(model_type: str, level: str = "small") -> tuple[dict[str, Any],
         try:
             made = base.config_class(**{k: v for k, v in config.items() if k != "model_type"})
             with torch.device("meta"):
-                return config, base(made)
+                model = base(made)
         except Exception as error:
             if not repair(config, error, _layer_count(config)):
                 raise
+            continue
+        try:
+            _run_on_meta(model)
+        except Exception as error:  # a forward that fails for a field a repair knows is built again
+            if repair(config, error, _layer_count(config)):
+                continue
+        return config, model  # any other failure is the trace's to tell, with its cause
     raise ConfigError(f"transformers cannot build {base.__name__} from its default config after {_MAX_REPAIRS} repairs")
+
+
+def _run_on_meta(model: Any) -> None:
+    """One forward pass of ``model`` on fake inputs (two sequences of seven tokens) with sizes torch may
+    reason about, as tracing runs it: a default config can build a model whose forward fails (X-MOD's
+    missing default language, DBRX's clamp without bounds)."""
+    import logging
+
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    quiet = logging.getLogger("torch._subclasses.fake_tensor")  # logs every data-dependent guard it refuses
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv()) as mode, torch.no_grad():
+            ids = mode.from_tensor(torch.zeros((2, 7), dtype=torch.long, device="meta"))
+            inputs = {"input_ids": ids}
+            if getattr(model.config, "is_encoder_decoder", False) and "decoder_input_ids" in _forward_arguments(model):
+                inputs["decoder_input_ids"] = ids
+            model.eval()(**inputs)
+    finally:
+        quiet.setLevel(level)
+
+
+def _forward_arguments(model: Any) -> frozenset[str]:
+    return frozenset(inspect.signature(model.forward).parameters)
 
 
 def _fit_layer_lists(config: dict[str, Any]) -> None:
@@ -425,11 +461,15 @@ def _count(value: Any) -> bool:
 
 
 def _structure(model_type: str, config: Any) -> str:
+    """What the config or the type's heads say the model is; :data:`UNTOLD` for a base model alone
+    (VITS: an encoder stack inside a text-to-speech model is no encoder-only backbone)."""
     if getattr(config, "is_encoder_decoder", False):
         return ENCODER_DECODER
-    if model_type in auto_tables()["masked-lm"] or model_type not in auto_tables()["causal-lm"]:
+    if model_type in auto_tables()["masked-lm"]:
         return ENCODER_ONLY
-    return DECODER_ONLY
+    if model_type in auto_tables()["causal-lm"]:
+        return DECODER_ONLY
+    return UNTOLD
 
 
 def _stacks(model: Any, values: Mapping[str, Any], sizes: Mapping[str, str]) -> list[Stack]:

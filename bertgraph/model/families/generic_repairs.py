@@ -5,8 +5,9 @@ Two kinds, both generic (keyed on the shape of a field or of an error, never on 
 - :func:`fit_shrunk` runs on every shrunk config: fields whose values were sized for the
   default depth or head size (a per-layer pattern with a repeat count, rotary sections that
   must add up to half a rotary head) are refitted to the shrunk ones.
-- :func:`repair` runs when building the meta model failed: it reads the error, changes the one
-  field the error points at, and says whether it changed anything (the caller builds again).
+- :func:`repair` runs when building the meta model, or running it on meta inputs, failed: it
+  reads the error, changes the one field the error points at, and says whether it changed
+  anything (the caller builds again).
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from typing import Any
 # Counts a default config may leave ``None`` although the modeling code multiplies by them.
 _NONE_COUNTS = ("n_shared_experts", "num_shared_experts")
 _MISSING_ATTRIBUTE = re.compile(r"'(\w+Config)' object has no attribute '(\w+)'")
+# A setter the error asks to be called (X-MOD: ``set_default_language()``): the field it sets.
+_SETTER_ASKED = re.compile(r"\bset_(default_\w+?)\(")
+# torch's refusal of a clamp whose bounds are both None (DBRX's ``clip_qkv``, None by default).
+_CLAMP_UNBOUNDED = "clamp called but both min and max are none"
+# The bound such a field gets: DBRX's published checkpoints clip at 8; the graph only needs a number.
+CLIP_BOUND = 8.0
 # The layer kind transformers' configs give a plain attention layer.
 _FULL_ATTENTION = "full_attention"
 
@@ -134,8 +141,38 @@ def _rope_per_layer_type(config: dict[str, Any], error: BaseException, layers: i
     return True
 
 
+def _default_asked_for(config: dict[str, Any], error: BaseException, layers: int | None) -> bool:
+    """A default the forward pass refuses to run without (X-MOD's ``default_language``, asked for
+    through ``set_default_language()``): the first of the values the config lists for it (``languages``)."""
+    found = _SETTER_ASKED.search(str(error))
+    if found is None:
+        return False
+    name = found.group(1)
+    listed = config.get(name.removeprefix("default_") + "s")
+    if name not in config or config[name] is not None or not isinstance(listed, (list, tuple)) or not listed:
+        return False
+    config[name] = listed[0]
+    return True
+
+
+def _unbounded_clamp(config: dict[str, Any], error: BaseException, layers: int | None) -> bool:
+    """A clamp both of whose bounds came from a field left ``None`` (DBRX's ``clip_qkv``, in its
+    attention sub-config): every such ``clip`` field, here or in a sub-config, gets a bound."""
+    if _CLAMP_UNBOUNDED not in str(error).lower():
+        return False
+    changed = False
+    for part in (config, *(value for value in config.values() if isinstance(value, dict))):
+        unset = [name for name, value in part.items() if value is None and str(name).startswith("clip")]
+        for name in unset:
+            part[name] = CLIP_BOUND
+            changed = True
+    return changed
+
+
 _REPAIRS: tuple[Callable[[dict[str, Any], BaseException, int | None], bool], ...] = (
     _sub_config_attribute,
     _none_fields,
     _rope_per_layer_type,
+    _default_asked_for,
+    _unbounded_clamp,
 )

@@ -21,6 +21,9 @@ ENCODER_ONLY = "encoder-only"
 DECODER_ONLY = "decoder-only"
 ENCODER_DECODER = "encoder-decoder"
 STRUCTURES = (ENCODER_ONLY, DECODER_ONLY, ENCODER_DECODER)
+# A generic record's structure when nothing about the type says which of those it is (VITS, text to
+# speech, has an encoder stack but is no encoder-only model): drawings and tables then claim none.
+UNTOLD = ""
 
 # The head vocabulary every family's heads are named in.
 HEAD_NAMES = (
@@ -148,7 +151,8 @@ class Family:
 
     Attributes:
         name: the family (``bert``).
-        structure: ``encoder-only``, ``decoder-only`` or ``encoder-decoder``.
+        structure: ``encoder-only``, ``decoder-only`` or ``encoder-decoder``; :data:`UNTOLD` (a
+            generic record only) when none of them can be told.
         variants: ``model_type`` → :class:`Variant`.
         prefix: the base-model prefix (``bert``): heads keep the base model under it, and
             checkpoints name tensors with or without it.
