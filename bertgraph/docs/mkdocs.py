@@ -98,9 +98,8 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
         if self._renderer is None:
             from bertgraph.docs.renderer import DiagramRenderer
 
-            root = Path(config.config_file_path or ".").resolve().parent
             self._renderer = DiagramRenderer(
-                root / self.config.cache_dir,
+                _site_root(config) / self.config.cache_dir,
                 on_render=lambda what: log.info("bertgraph: drew %s", what),
                 on_trace=lambda what: log.info("bertgraph: traced %s", what),
             )
@@ -232,23 +231,26 @@ def _page_folder(page: Any) -> Path | None:
 def _page_path(page: Any, config: Any) -> str:
     """The page's source file as the author would name it (relative to mkdocs.yml's folder)."""
     source = getattr(page.file, "abs_src_path", None)
-    root = Path(config.config_file_path or ".").resolve().parent
     if source:
         try:
-            return os.path.relpath(source, root)
+            return os.path.relpath(source, _site_root(config))
         except ValueError:
             return str(source)
     return str(page.file.src_uri)
+
+
+def _site_root(config: Any) -> Path:
+    """The folder of ``mkdocs.yml``; the working directory for a config that came from no file."""
+    return Path(config.config_file_path).resolve().parent if config.config_file_path else Path.cwd()
 
 
 def _front_matter_lines(page: Any, markdown: str) -> int:
     """How many lines of YAML front matter MkDocs took off the top of the page."""
     source = getattr(page.file, "abs_src_path", None)
     try:
-        text = Path(source).read_text(encoding="utf-8-sig") if source else ""
+        text = Path(source).read_text(encoding="utf-8-sig") if source else ""  # line ends read as \n
     except OSError:
         return 0
-    text = text.replace("\r\n", "\n")
     if not text.endswith(markdown):
         return 0
     return text[: len(text) - len(markdown)].count("\n")
