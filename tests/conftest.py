@@ -148,6 +148,20 @@ def tiny_graph(family_dirs: dict[str, Path]) -> Callable[[str, str], tuple[Model
     return get
 
 
+@pytest.fixture(scope="session")
+def real_vits(tmp_path_factory: pytest.TempPathFactory) -> nx.DiGraph:
+    """VITS (text to speech, no record) traced once from its small config, past the graph cache.
+
+    Its trace takes about half a minute; the tests that read it share the ``vits`` worker group.
+    They must not change the graph.
+    """
+    from bertgraph.model.families.generic import small_config
+
+    folder = tmp_path_factory.mktemp("vits")
+    (folder / "config.json").write_text(json.dumps(small_config("vits"), default=str))
+    return bertgraph.trace(str(folder), cache=False).graph
+
+
 @pytest.fixture
 def dot_binary() -> str:
     found = shutil.which("dot")

@@ -11,10 +11,8 @@ node's role, and no node at depth ≤ 2 is titled by a list of op names. A few r
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -23,7 +21,6 @@ import bertgraph
 from bertgraph.graph import facts, roles, stats, views
 from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, family_of
-from bertgraph.model.families.generic import small_config
 from bertgraph.render import style, text
 from bertgraph.render.diagram import Diagram, build_diagram
 from tests.colour import delta_e
@@ -304,12 +301,12 @@ def test_the_presets_relative_positions_are_titled_by_role(
 
 
 @pytest.mark.slow
-def test_real_vits_is_drawn_true_and_says_what_never_runs(tmp_path: Path, dot_binary: str) -> None:
+@pytest.mark.xdist_group("vits")
+def test_real_vits_is_drawn_true_and_says_what_never_runs(real_vits: nx.DiGraph, dot_binary: str) -> None:
     """VITS through the generic path: its flows (a flip between each two) drawn without a cycle, and
     the flows used only in training (``post_flows``) folded by ``summary`` but said not to run, as
     the drawing, which draws what the trace runs, leaves them out."""
-    (tmp_path / "config.json").write_text(json.dumps(small_config("vits"), default=str))
-    graph = bertgraph.trace(str(tmp_path), cache=False).graph
+    graph = real_vits
     for depth in (1, 2):
         check(graph, depth, role_titles=False)
     rows = {row["path"]: row for row in stats.summary_rows(graph, depth=2)}

@@ -236,12 +236,13 @@ def test_a_type_whose_heads_say_nothing_claims_no_structure(tiny_graph: Any) -> 
 
 
 @pytest.mark.slow
-def test_vits_states_the_example_it_was_traced_at_and_claims_no_structure(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("vits")
+def test_vits_states_the_example_it_was_traced_at_and_claims_no_structure(real_vits: nx.DiGraph) -> None:
     """VITS's sizes can be named neither from one export, nor two, nor a dynamic one: it is traced at
     fixed sizes, and the example its drawing, summary and costs state is that size, not the spec's."""
     from bertgraph.graph import cost
 
-    graph = bertgraph.trace(small_folder("vits", tmp_path), cache=False).graph
+    graph = real_vits
     traced = graph.nodes["input_ids"][g.SHAPE]
     assert all(type(size) is int for size in traced) and traced[0] == 2  # a batch of 1 would be specialised
     assert graph.graph[g.G_EXAMPLE] == dict(zip(("batch", "seq"), traced))
