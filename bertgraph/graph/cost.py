@@ -396,11 +396,12 @@ def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], lis
     if dense is not None:  # a mixture of experts: the matmul FLOPs above are the experts a token runs
         found[ALL_EXPERTS_FLOPS] = dense
     if generation.is_generative(graph):
-        try:
-            found[KV_CACHE] = generation.kv_cache_bytes(graph, dtype)
-            found[DECODE_FLOPS] = generation.decode_step_flops(graph)
+        try:  # both or neither, as the note says
+            cache, step = generation.kv_cache_bytes(graph, dtype), generation.decode_step_flops(graph)
         except CostError as error:
             notes.append(f"no KV cache or decode step: {error}")
+        else:
+            found[KV_CACHE], found[DECODE_FLOPS] = cache, step
     return found, notes
 
 
