@@ -22,7 +22,12 @@ def test_the_limits_and_why() -> None:
         "labels": 100_000,
         "example": 10**6,
     }
-    assert LIMITS["size"].why == "a weight of two such sizes must stay below 2^63 bytes, torch's largest tensor"
+    assert {role: limit.why for role, limit in LIMITS.items()} == {
+        "layers": "each layer adds its operators to the graph, so deeper stacks take minutes to trace",
+        "size": "a weight of two such sizes must stay below 2^63 bytes, torch's largest tensor",
+        "labels": "transformers builds a name for every label before the model exists",
+        "example": "the example input is a tensor of this size",
+    }
     assert (10**9) ** 2 * 8 < 2**63  # the reason holds
 
 

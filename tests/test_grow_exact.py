@@ -16,6 +16,7 @@ import pytest
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from bertgraph.tracing.grow import (
+    TRACED_LAYERS,
     GrowError,
     StackPlan,
     check_parameters,
@@ -84,6 +85,11 @@ def numel(graph: nx.DiGraph) -> dict[str, int]:
 
 
 # --- how many layers to trace, and the pattern of kinds ------------------------------------------
+
+
+def test_a_uniform_stack_traces_its_first_layer_and_one_fed_by_another() -> None:
+    assert TRACED_LAYERS == 2
+    assert {traced_layers(layers) for layers in range(2, 50)} == {TRACED_LAYERS}
 
 
 @pytest.mark.parametrize(
