@@ -33,14 +33,15 @@ def text(graph: nx.DiGraph) -> str:
     return "".join(graph_io.generate_json(graph))
 
 
-def toy_stack(*stacks: tuple[str, str], shared: bool = False, bias: bool = False) -> nx.DiGraph:
+def toy_stack(*stacks: tuple[str, str], shared: bool = False, bias: bool = False, last: int = 1) -> nx.DiGraph:
     """``x → stack → stack → … → head:linear → y``, each stack given as ``(container, kinds)``.
 
     Layer ``i`` of a stack (module ``container.i``, or ``container.0`` called ``i`` times when
     ``shared``) runs the op named ``kinds[i]`` in its ``proj`` child on what the layer before gave,
     with a weight of 16, then adds that input back (``add`` reads the weight too). With ``bias``,
     layer 0 first computes a bias from ``x`` that every later layer's ``proj`` reads, and so does
-    the head. Edges carry the argument position they fill.
+    the head. The head reads the outputs of the ``last`` layers of the last stack. Edges carry the
+    argument position they fill.
     """
     graph = g.new_graph(**{g.G_NAME: "toy", g.G_HEAD: "base", g.G_BACKBONE: "", g.G_MODEL_CLASS: "Toy"})
     graph.add_node("x", **g.io_attributes(g.INPUT, SHAPE, "float32", 0))
@@ -53,6 +54,7 @@ def toy_stack(*stacks: tuple[str, str], shared: bool = False, bias: bool = False
             graph.add_edge(source, name, **{g.SHAPE: SHAPE, g.DTYPE: "float32", g.ARGS: [position]})
 
     previous = "x"
+    outputs = []
     for container, kinds in stacks:
         for index, kind in enumerate(kinds):
             module = f"{container}.0" if shared else f"{container}.{index}"
@@ -72,7 +74,8 @@ def toy_stack(*stacks: tuple[str, str], shared: bool = False, bias: bool = False
                 [previous, f"{container}-proj{index}"],
             )
             previous = f"{container}-add{index}"
-    head_reads = [previous] + ([f"{stacks[-1][0]}-bias"] if bias else [])
+            outputs.append(previous)
+    head_reads = outputs[-last:] + ([f"{stacks[-1][0]}-bias"] if bias else [])
     add("head", op("head", "linear", 0, params=8, param_names=["head.weight"]), head_reads)
     graph.add_node("y", **g.io_attributes(g.OUTPUT, SHAPE, "float32", len(graph)))
     graph.add_edge("head", "y", **{g.SHAPE: SHAPE, g.DTYPE: "float32"})
@@ -129,6 +132,8 @@ def test_traced_layers_are_the_special_ones_a_period_and_up_to_the_last_kind(
         ("abcd", (0, 1), None),
         ("ab" * 6, (1, 1), (1, 2)),  # the search starts at the record's leading layers
         ("aaab" * 3, (0, 1), (0, 4)),
+        ("ababa", (0, 1), (0, 2)),  # a period of half the layers, rounded down
+        ("abaaabaaa", (0, 1), (0, 4)),  # 5 traced; constant from layer 6 on would trace 8
     ],
 )
 def test_layer_pattern_finds_the_pair_that_traces_fewest(
@@ -136,6 +141,11 @@ def test_layer_pattern_finds_the_pair_that_traces_fewest(
 ) -> None:
     assert layer_pattern(kinds, *given) == pattern
     assert layer_pattern(list(kinds), *given) == pattern
+
+
+def test_without_a_record_the_search_starts_from_no_special_layer_and_a_period_of_one() -> None:
+    assert layer_pattern("aaaa") == (0, 1)
+    assert layer_pattern("abab" * 2) == (0, 2)
 
 
 def test_the_first_pair_that_holds_with_fewest_traced_layers_is_taken() -> None:
@@ -184,6 +194,25 @@ def test_a_stack_with_a_period_copies_the_last_traced_layer_of_each_kind() -> No
     grown = grow_stacks(traced, [plan])
     assert text(grown) == text(g.canonicalize(full))
     assert grown.nodes["enc.layer.6.proj:b"][g.MODULE] == "enc.layer.6.proj"
+
+
+def test_a_period_of_three_after_a_special_layer() -> None:
+    """Layer 5 is a ``b`` (4 layers after the special one, 1 modulo 3): it copies layer 2, not 3."""
+    plan = StackPlan("enc.layer", layers=8, traced=traced_layers(8, 1, 3), special=1, period=3)
+    assert plan.traced == 5
+    traced, full = toy_stack(("enc.layer", "sabca"), bias=True), toy_stack(("enc.layer", "sabcabca"), bias=True)
+    grown = grow_stacks(traced, [plan])
+    assert text(grown) == text(g.canonicalize(full))
+    assert all(f"enc.layer.{index}.proj:{kind}" in grown for index, kind in enumerate("sabcabca"))
+
+
+def test_what_reads_the_last_layers_reads_the_last_layers_of_the_full_stack() -> None:
+    """A head that reads the outputs of the last two layers: of layers 0 and 1 when two are traced,
+    of layers 4 and 5 when the stack has six."""
+    traced, full = toy_stack(("enc.layer", "aa"), last=2), toy_stack(("enc.layer", "a" * 6), last=2)
+    grown = grow_stacks(traced, [StackPlan("enc.layer", layers=6, traced=2)])
+    assert text(grown) == text(g.canonicalize(full))
+    assert sorted(grown.predecessors("head:linear")) == ["enc.layer.4:add", "enc.layer.5:add"]
 
 
 def test_a_shared_layer_grows_by_calls() -> None:
