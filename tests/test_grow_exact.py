@@ -135,6 +135,7 @@ def test_traced_layers_are_the_special_ones_a_period_and_up_to_the_last_kind(
         ("ababa", (0, 1), (0, 2)),  # a period of half the layers, rounded down
         ("abaaabaaa", (0, 1), (0, 4)),  # 5 traced; constant from layer 6 on would trace 8
         ("aababaababa", (0, 1), (0, 5)),  # 6 traced; (6, 2), found first, traces 9
+        ("aaababbbabbb", (0, 1), (3, 4)),  # 8 traced; constant from layer 9 on would trace 11
     ],
 )
 def test_layer_pattern_finds_the_pair_that_traces_fewest(
