@@ -525,6 +525,13 @@ def test_planning_notes_say_why_a_figure_is_left_out() -> None:
     found, notes = cost.planning_totals(graph, "float32")
     assert len(notes) == 1 and notes[0].startswith("no KV cache or decode step: transformer.h.1.attn: the key shape")
     assert set(found) == {cost.MASKED_ATTENTION_FLOPS}
+    # a decoder whose cache cannot be counted is no model that "does not generate": the error says why
+    with pytest.raises(cost.CostError) as raised:
+        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+    assert str(raised.value) == (
+        "gpt2: --generate cannot be planned, no KV cache or decode step: transformer.h.1.attn: the key shape is "
+        "not known (not a polynomial: '?')"
+    )
 
 
 def test_a_mixture_of_experts_plans_every_expert_running() -> None:
