@@ -532,6 +532,9 @@ def test_planning_notes_say_why_a_figure_is_left_out() -> None:
         "gpt2: --generate cannot be planned, no KV cache or decode step: transformer.h.1.attn: the key shape is "
         "not known (not a polynomial: '?')"
     )
+    del graph.graph[g.G_NAME]
+    with pytest.raises(cost.CostError, match=r"^this model: --generate cannot be planned, no KV cache or decode step"):
+        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
 
 
 def test_a_mixture_of_experts_plans_every_expert_running() -> None:
