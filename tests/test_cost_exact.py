@@ -15,6 +15,7 @@ compared with BERT's arithmetic for hidden size H = 128, feed-forward FF = 512, 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import networkx as nx
@@ -25,6 +26,7 @@ from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from tests.generation_runs import graph_of
 from tests.graph_fixtures import bert_tiny, chain
+from tests.test_moe_exact import fused, with_products
 
 H, FF, LAYERS = 128, 512, 3
 PARAMETERS = 30522 * H + 512 * H + 2 * H + 2 * H + LAYERS * (4 * (H * H + H) + (H * FF + FF) + (FF * H + H) + 4 * H)
@@ -98,6 +100,14 @@ def test_a_layer_writes_eleven_hidden_sized_tensors_and_two_feed_forward_ones() 
     assert layer[cost.FLOPS] == layer[g.MATMUL_FLOPS] + layer[g.OTHER_FLOPS]
     assert layer[g.SAVED_BYTES] == Poly()
     whole = cost.model_totals(recosted())
+    # the whole model: 3 layers as above; the embeddings' five float32 tensors of H per token and the
+    # position table's per position; the mask's boolean per token twice (to, index) and per pair, its
+    # int64 positions (one per row, four per position) and booleans per position (ge, and) and the
+    # one of new_ones; the pooler's linear and tanh (H floats per row) and the classifier's 2 floats.
+    per_token = LAYERS * 4 * (11 * H + 2 * FF) + 5 * 4 * H + 2
+    assert str(whole[g.ACTIVATION_BYTES]) == (
+        f"batch*seq**2 + {per_token}*batch*seq + {2 * 4 * H + 4 * 2 + 8}*batch + {4 * H + 4 * 8 + 2}*seq + 1"
+    )
     assert costs[""][g.MATMUL_FLOPS] == whole[g.MATMUL_FLOPS] and costs[""][cost.FLOPS] == whole[cost.FLOPS]
     assert costs["bert"][g.MATMUL_FLOPS] == whole[g.MATMUL_FLOPS] - Poly.parse("512*batch")
     assert str(costs["classifier"][g.OTHER_FLOPS]) == "2*batch"
@@ -113,11 +123,19 @@ def test_a_folded_row_sums_every_layer_it_stands_for() -> None:
     assert inside and all(row["polys"][g.MATMUL_FLOPS] != folded["polys"][g.MATMUL_FLOPS] for row in inside)
     unfolded = {row["path"]: row for row in cost.cost_rows(recosted(), depth=3, fold=False)}
     assert str(unfolded["bert.encoder.layer.2"]["polys"][g.MATMUL_FLOPS]) == "512*batch*seq**2 + 393216*batch*seq"
+    for index in range(LAYERS):  # a row that does not stand for several is its own module alone
+        layer = unfolded[f"bert.encoder.layer.{index}"]
+        assert str(layer["polys"][g.MATMUL_FLOPS]) == "512*batch*seq**2 + 393216*batch*seq"
+    # the depth asked for, counted from the backbone: its children and the head's modules, no deeper
+    shallow = [row["path"] for row in cost.cost_rows(recosted(), depth=1)]
+    assert shallow == ["", "bert", "bert.embeddings", "bert.encoder", "bert.pooler", "classifier", "dropout"]
+    assert [row["path"] for row in cost.cost_rows(recosted(), depth=0)] == ["", "bert"]
 
 
 def test_members_of_a_folded_row() -> None:
     assert cost._members("a.layer.3", 3) == ["a.layer.3", "a.layer.4", "a.layer.5"]
     assert cost._members("a.layer.3", 1) == ["a.layer.3"]
+    assert cost._members("a.layer.3", 2) == ["a.layer.3", "a.layer.4"]
     assert cost._members("a.layer.x", 3) == ["a.layer.x"]
     assert cost._members("layer", 3) == ["layer"]
     assert cost._ancestors("") == [""]
@@ -153,6 +171,9 @@ def test_one_op_costs_and_every_reason_it_has_none() -> None:
     assert short[g.ACTIVATION_BYTES] == "24"
     nameless = cost.op_cost(node(**{g.SHAPE: [2], g.DTYPE: ""}), {}, {})
     assert nameless == {g.PARAM_BYTES: 0, g.COST_UNSUPPORTED: ["aten.linear.default (dtype unknown)"]}
+    untyped = node(**{g.SHAPE: [2]})
+    del untyped[g.DTYPE]  # no dtype recorded at all: unknown, as an empty one
+    assert cost.op_cost(untyped, {}, {}) == nameless
     odd = cost.op_cost(node(**{g.SHAPE: [2], g.DTYPE: "complex32"}), {}, {})
     assert odd[g.COST_UNSUPPORTED] == ["aten.linear.default (dtype complex32)"]
     no_formula = cost.op_cost(node(**{g.TARGET: "aten.fancy.default", g.SHAPE: [2, 4], g.ALIAS: True}), {}, {})
@@ -199,6 +220,14 @@ def test_a_product_without_a_formula_is_refused_as_such() -> None:
     assert str(raised.value) == (
         "bert-tiny: 1 matrix product (aten.einsum.default) has no FLOP formula in bertgraph, so the matmul "
         "FLOPs cannot be counted exactly; summary and params still count the model"
+    )
+    two = bert_tiny()
+    for name in (query, "bert.encoder.layer.1.attention.self.key:linear"):
+        two.nodes[name][g.TARGET] = "aten.einsum.default"
+    with pytest.raises(cost.CostError) as raised:
+        cost.check_products_counted(recosted(two))
+    assert str(raised.value).startswith(
+        "bert-tiny: 2 matrix products (2 × aten.einsum.default) have no FLOP formula in bertgraph, so the matmul "
     )
     both = bert_tiny()
     both.nodes[query][g.TARGET] = "onnx::Einsum"
@@ -477,3 +506,56 @@ def test_a_decoders_cache_is_planned_in_the_dtype_asked_for() -> None:
     assert half["generate"][0]["kv_cache_bytes"] * 2 == full["generate"][0]["kv_cache_bytes"]
     found, _ = cost.planning_totals(graph, "bfloat16")
     assert found[cost.KV_CACHE] * 2 == cost.planning_totals(graph, "float32")[0][cost.KV_CACHE]
+
+
+def test_planning_notes_say_why_a_figure_is_left_out() -> None:
+    """A causal product whose cost names no lengths has no mask-aware count and no decode step; a key
+    of unknown length no cache. Each note says why, and the other figures stay."""
+    graph = copy.deepcopy(graph_of("gpt2"))  # the committed graph is read once and shared
+    sdpa = "transformer.h.1.attn:scaled_dot_product_attention"
+    graph.nodes[sdpa][g.MATMUL_FLOPS] = "128*batch"
+    found, notes = cost.planning_totals(graph, "float32")
+    assert notes == [
+        "no mask-aware attention FLOPs: an attention product's cost 128*batch has no query and key lengths",
+        "no KV cache or decode step: an attention product's cost 128*batch is not per query and key",
+    ]
+    assert found == {}  # the note says there is no cache either: none is given
+    graph = copy.deepcopy(graph_of("gpt2"))
+    graph.nodes[sdpa][g.INPUTS][1] = ["batch", 4, "?", 8]
+    found, notes = cost.planning_totals(graph, "float32")
+    assert len(notes) == 1 and notes[0].startswith("no KV cache or decode step: transformer.h.1.attn: the key shape")
+    assert set(found) == {cost.MASKED_ATTENTION_FLOPS}
+    # a decoder whose cache cannot be counted is no model that "does not generate": the error says why
+    with pytest.raises(cost.CostError) as raised:
+        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+    assert str(raised.value) == (
+        "gpt2: --generate cannot be planned, no KV cache or decode step: transformer.h.1.attn: the key shape is "
+        "not known (not a polynomial: '?')"
+    )
+    del graph.graph[g.G_NAME]
+    with pytest.raises(cost.CostError, match=r"^this model: --generate cannot be planned, no KV cache or decode step"):
+        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+
+
+def test_a_mixture_of_experts_plans_every_expert_running() -> None:
+    """Fused experts, 2 of 4 per token: the grouped products' 64 FLOPs per token are 128 with all 4,
+    the router's 100 stay (tests/test_moe_exact.py)."""
+    found, notes = cost.planning_totals(with_products(fused()), "float32")
+    assert notes == []
+    assert found[cost.ALL_EXPERTS_FLOPS] == Poly.parse("228*batch*seq")
+    assert found[cost.MASKED_ATTENTION_FLOPS] == Poly.parse("164*batch*seq")  # no attention facts: all pairs
+
+
+def test_the_report_rows_follow_its_options() -> None:
+    sizes = [{"batch": 1, "seq": 16}]
+    frozen = [row["name"] for row in g.parameter_rows(recosted()) if ".intermediate.dense." in row["name"]]
+    cold = cost.cost_report(recosted(), sizes, frozen=frozen)
+    rows = {row["path"]: row for row in cold["rows"]}
+    assert rows[""]["saved_bytes"]["values"] == cold["training"]["activations"]["values"]
+    unfolded = {row["path"]: row for row in cost.cost_report(recosted(), sizes, depth=3, fold=False)["rows"]}
+    assert {f"bert.encoder.layer.{index}" for index in range(LAYERS)} <= set(unfolded)
+    assert unfolded["bert.encoder.layer.1"]["repeat"] == 1
+    shared = chain(list("AB"))
+    shared.graph[g.G_SHARED] = {"stack.layer.0": 2}
+    rows = {row["path"]: row for row in cost.cost_report(shared, [{"batch": 1}])["rows"]}
+    assert rows["stack.layer.0"]["calls"] == 2 and "calls" not in rows["stack.layer.1"]

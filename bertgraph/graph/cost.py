@@ -371,6 +371,7 @@ def from_onnx(graph: nx.DiGraph) -> bool:
 
 
 DECODE_FLOPS = "decode_flops_per_token"
+KV_CACHE_NOTE = "no KV cache or decode step"
 MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
 # A mixture of experts' matmul FLOPs were every routed expert to run (the totals count the k a token runs).
 ALL_EXPERTS_FLOPS = "all_experts_matmul_flops"
@@ -396,11 +397,12 @@ def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], lis
     if dense is not None:  # a mixture of experts: the matmul FLOPs above are the experts a token runs
         found[ALL_EXPERTS_FLOPS] = dense
     if generation.is_generative(graph):
-        try:
-            found[KV_CACHE] = generation.kv_cache_bytes(graph, dtype)
-            found[DECODE_FLOPS] = generation.decode_step_flops(graph)
+        try:  # both or neither, as the note says
+            cache, step = generation.kv_cache_bytes(graph, dtype), generation.decode_step_flops(graph)
         except CostError as error:
-            notes.append(f"no KV cache or decode step: {error}")
+            notes.append(f"{KV_CACHE_NOTE}: {error}")
+        else:
+            found[KV_CACHE], found[DECODE_FLOPS] = cache, step
     return found, notes
 
 
@@ -468,6 +470,9 @@ def cost_report(
         ]
     elif generate is not None and from_onnx(graph):
         raise CostError("--generate needs the attention facts an ONNX file does not record; run it on the model itself")
+    elif generate is not None and generation.is_generative(graph):  # a decoder whose cache could not be counted
+        why = next(note for note in notes if note.startswith(KV_CACHE_NOTE))
+        raise CostError(f"{graph.graph.get(g.G_NAME) or 'this model'}: --generate cannot be planned, {why}")
     elif generate is not None:
         raise CostError(
             f"{graph.graph.get(g.G_NAME) or 'this model'} does not generate (no causal or cross-attention "
