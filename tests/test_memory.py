@@ -110,7 +110,9 @@ def test_peak_is_computed_per_size_and_dtype(traced: Callable[..., Architecture]
 
 
 @pytest.mark.parametrize("half", ["float16", "bfloat16"])
-def test_peak_at_a_dtype_equals_the_peak_of_the_model_built_in_it(half: str, traced: Callable[..., Architecture]) -> None:
+def test_peak_at_a_dtype_equals_the_peak_of_the_model_built_in_it(
+    half: str, traced: Callable[..., Architecture]
+) -> None:
     """Counting floats at ``dtype`` is what building the model in it gives: ids and masks keep their widths."""
     single = traced("bert-tiny").graph
     built = traced("bert-tiny", dtype=half).graph
