@@ -426,3 +426,20 @@ def test_the_title_falls_back_to_the_request() -> None:
     assert renderer._html_output(tiny(format="html")) == "page"
     assert renderer._html_output(tiny(format="svg")) == "inline-svg"
     assert renderer._html_output(tiny(format="mermaid")) == "inline-svg"
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        tiny(depth=1, theme="light"),
+        tiny(depth=2, theme="dark", compare="masked-lm", edge_labels="none"),
+        DiagramRequest("bert-tiny", sizes=TWO, depth=3, unfold=True),
+    ],
+)
+def test_a_drawing_made_on_its_own_equals_the_renderers(request_: DiagramRequest) -> None:
+    """``_inline_svg`` (the reference of ``test_docs_renderer.py``) draws what ``html`` serves."""
+    draw = renderer.DiagramRenderer(None)
+    graph = renderer.graph_of(request_.spec())
+    compare = renderer.graph_of(request_.spec(request_.compare)) if request_.compare else None
+    key = draw.key(request_, "inline-svg")
+    assert renderer._inline_svg(graph, compare, request_, key) == draw.html(request_)
