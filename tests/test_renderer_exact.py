@@ -443,3 +443,29 @@ def test_a_drawing_made_on_its_own_equals_the_renderers(request_: DiagramRequest
     compare = renderer.graph_of(request_.spec(request_.compare)) if request_.compare else None
     key = draw.key(request_, "inline-svg")
     assert renderer._inline_svg(graph, compare, request_, key) == draw.html(request_)
+
+
+def test_each_output_is_kept_under_its_own_key_and_suffix(tmp_path: Path) -> None:
+    draw = renderer.DiagramRenderer(tmp_path)
+    png = tiny(depth=1, theme="light")
+    table = tiny(format="table")
+    diagram = tiny(depth=1, format="mermaid")
+    draw.png(png)
+    draw.text(table)
+    draw.mermaid(diagram)
+    expected = [
+        f"{draw.key(png, 'png')}.png",
+        f"{draw.key(table, 'text')}.txt",
+        f"{draw.key(diagram, 'mermaid')}.mmd",
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(expected)
+
+
+def test_every_trace_a_drawing_needs_is_reported(fresh: Path) -> None:
+    traced: list[str] = []
+    draw = renderer.DiagramRenderer(None, on_trace=traced.append)
+    draw.html(tiny(depth=1, theme="light", head="masked-lm", compare="multiple-choice"))
+    assert traced == ["bert-tiny (masked-lm)", "bert-tiny (multiple-choice)"]
+    draw.png(DiagramRequest("bert-tiny gpt2", figure="schematic", sizes=ONE))
+    draw.html(DiagramRequest("bert-tiny", figure="masks", sizes=(("layers", 1), ("hidden", 64)), theme="light"))
+    assert traced[2:] == ["bert-tiny (base)", "gpt2 (base)", "bert-tiny (base)"]
