@@ -469,3 +469,13 @@ def test_every_trace_a_drawing_needs_is_reported(fresh: Path) -> None:
     draw.png(DiagramRequest("bert-tiny gpt2", figure="schematic", sizes=ONE))
     draw.html(DiagramRequest("bert-tiny", figure="masks", sizes=(("layers", 1), ("hidden", 64)), theme="light"))
     assert traced[2:] == ["bert-tiny (base)", "gpt2 (base)", "bert-tiny (base)"]
+
+
+def test_with_the_cache_off_a_stored_graph_is_not_read(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = tiny(head="masked-lm").spec()
+    renderer.graph_of(spec)  # stored in the cache
+    renderer._GRAPHS.clear()
+    monkeypatch.setenv("BERTGRAPH_NO_CACHE", "1")
+    traced: list[str] = []
+    renderer.graph_of(spec, traced.append)
+    assert traced == ["bert-tiny (masked-lm)"]
