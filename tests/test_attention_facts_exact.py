@@ -351,3 +351,37 @@ def test_a_padding_mask_from_sequence_lengths_has_no_window() -> None:
         "causal_window": False,
         "padding": ["input_lengths"],
     }
+
+
+def causal_window(shift: str, amount: int) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, int]]]:
+    """``kv_idx <= q_idx and kv_idx > q_idx <shift> amount``: causal, looking back a window."""
+    nodes = [("a:le", BOOL), (f"a:{shift}", {**INDEX, g.LITERALS: {"1": amount}}), ("a:gt", BOOL), ("a:and", BOOL)]
+    edges = [("a:arange_1", "a:le", 0), ("a:arange", "a:le", 1), ("a:arange", f"a:{shift}", 0)]
+    edges += [("a:arange_1", "a:gt", 0), (f"a:{shift}", "a:gt", 1), ("a:le", "a:and", 0), ("a:gt", "a:and", 1)]
+    return nodes, edges
+
+
+def test_a_causal_window_is_read_whichever_way_its_shift_is_written() -> None:
+    expected = {"causal": True, "window": 4, "causal_window": True, "padding": []}
+    assert read(index_mask(*causal_window("sub", 4)), "a:and") == expected  # kv_idx > q_idx - 4
+    assert read(index_mask(*causal_window("add", -4)), "a:and") == expected  # kv_idx > q_idx + (-4)
+    # A shift forward is no window: kv_idx > q_idx + 4 masks every key at or before the query's.
+    assert read(index_mask(*causal_window("add", 4)), "a:and")["window"] is None
+
+
+def test_of_two_windows_the_narrower_is_the_one_attention_sees() -> None:
+    # abs(q_idx - kv_idx) <= w and kv_idx > q_idx - v, in either order of execution: the mask keeps
+    # the keys both keep, so its window is the narrower; at equal widths the causal form.
+    def both(two_sided: int, causal: int, two_sided_first: bool) -> dict[str, Any]:
+        window = [("a:sub_1", INDEX), ("a:abs", INDEX), ("a:le_1", {**BOOL, g.LITERALS: {"1": two_sided}})]
+        window_steps = [("a:arange", "a:sub_1", 0), ("a:arange_1", "a:sub_1", 1), ("a:sub_1", "a:abs", 0)]
+        window_steps += [("a:abs", "a:le_1", 0), ("a:le_1", "a:and_1", 1), ("a:and", "a:and_1", 0)]
+        nodes, edges = causal_window("sub", causal)
+        ordered = [*window, *nodes] if two_sided_first else [*nodes, *window]
+        graph = index_mask([*ordered, ("a:and_1", BOOL)], [*edges, *window_steps])
+        return read(graph, "a:and_1")
+
+    for first in (True, False):
+        assert both(8, 4, first) == {"causal": True, "window": 4, "causal_window": True, "padding": []}
+        assert both(3, 4, first) == {"causal": True, "window": 3, "causal_window": False, "padding": []}
+        assert both(4, 4, first) == {"causal": True, "window": 4, "causal_window": True, "padding": []}

@@ -190,10 +190,15 @@ def _on_condition_path(graph: nx.DiGraph, node: str) -> bool:
 
 
 def read_mask(graph: nx.DiGraph, conditions: list[str]) -> dict[str, Any]:
-    """What the boolean subgraph behind a mask says: causal, a window, padding from which inputs."""
+    """What the boolean subgraph behind a mask says: causal, a window, padding from which inputs.
+
+    Conditions are joined with ``and`` (transformers' ``and_masks``), so of two windows the narrower
+    is the one attention sees; that also leaves the answer free of the order the nodes are read in.
+    """
     nodes, inputs = condition_nodes(graph, conditions)
     found: dict[str, Any] = {"causal": False, "window": None, "causal_window": False, "padding": inputs}
-    for node in sorted(nodes, key=lambda n: graph.nodes[n].get(g.ORDER, 0)):
+    windows: list[tuple[int, bool]] = []  # (width, causal form); the causal form first at equal width
+    for node in nodes:
         name = op(graph, node)
         tensors = len(graph.nodes[node].get(g.INPUTS, []))
         if name == "le" and tensors == 2:
@@ -201,13 +206,29 @@ def read_mask(graph: nx.DiGraph, conditions: list[str]) -> dict[str, Any]:
         elif name == "le" and tensors == 1 and op(graph, argument(graph, node, 0)) == "abs":
             window = literal(graph, node, 1)  # abs(q_idx - kv_idx) <= w
             if isinstance(window, int):
-                found["window"] = window
+                windows.append((window, False))
         elif name == "gt" and tensors == 2:
-            shifted = argument(graph, node, 1)  # kv_idx > q_idx - w
-            window = literal(graph, shifted, 1) if op(graph, shifted) == "sub" and shifted is not None else None
-            if isinstance(window, int):
-                found["window"], found["causal_window"] = window, True
+            window = _lower_bound(graph, argument(graph, node, 1))  # kv_idx > q_idx - w
+            if window is not None:
+                windows.append((window, True))
+    if windows:
+        width, causal_form = min(windows, key=lambda found_window: (found_window[0], not found_window[1]))
+        found["window"], found["causal_window"] = width, causal_form
     return found
+
+
+def _lower_bound(graph: nx.DiGraph, shifted: str | None) -> int | None:
+    """``w`` of a query index shifted back by ``w``: ``q_idx - w``, or ``q_idx + (-w)`` as some code writes it."""
+    if shifted is None:
+        return None
+    amount = literal(graph, shifted, 1)
+    if not isinstance(amount, int):
+        return None
+    if op(graph, shifted) == "sub":
+        return amount
+    if op(graph, shifted) == "add" and amount < 0:
+        return -amount
+    return None
 
 
 def keys_from_another_stack(graph: nx.DiGraph, node: str) -> bool:

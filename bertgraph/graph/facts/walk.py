@@ -48,8 +48,8 @@ def stack_of(graph: nx.DiGraph, module: str) -> str | None:
             return container
     best: str | None = None
     for container in stacks:
-        parent = container.rsplit(".", 1)[0] if "." in container else ""
-        inside = parent and (module == parent or module.startswith(parent + "."))
+        parent, dot, _ = container.rpartition(".")  # a list at the top has no holder but the model
+        inside = dot and (module == parent or module.startswith(parent + "."))
         if inside and (best is None or len(container) > len(best)):
             best = container
     return best
