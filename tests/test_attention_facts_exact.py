@@ -365,8 +365,11 @@ def test_a_causal_window_is_read_whichever_way_its_shift_is_written() -> None:
     expected = {"causal": True, "window": 4, "causal_window": True, "padding": []}
     assert read(index_mask(*causal_window("sub", 4)), "a:and") == expected  # kv_idx > q_idx - 4
     assert read(index_mask(*causal_window("add", -4)), "a:and") == expected  # kv_idx > q_idx + (-4)
-    # A shift forward is no window: kv_idx > q_idx + 4 masks every key at or before the query's.
-    assert read(index_mask(*causal_window("add", 4)), "a:and")["window"] is None
+    # A shift of 0 or forward is no window: kv_idx > q_idx + 4 masks every key at or before the query's.
+    for shift, amount in (("add", 4), ("sub", -4), ("add", 0), ("sub", 0)):
+        assert read(index_mask(*causal_window(shift, amount)), "a:and")["window"] is None
+    assert read(index_mask(*causal_window("sub", 1)), "a:and")["window"] == 1
+    assert read(index_mask(*causal_window("add", -1)), "a:and")["window"] == 1
 
 
 def test_of_two_windows_the_narrower_is_the_one_attention_sees() -> None:

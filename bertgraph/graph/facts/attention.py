@@ -218,17 +218,15 @@ def read_mask(graph: nx.DiGraph, conditions: list[str]) -> dict[str, Any]:
 
 
 def _lower_bound(graph: nx.DiGraph, shifted: str | None) -> int | None:
-    """``w`` of a query index shifted back by ``w``: ``q_idx - w``, or ``q_idx + (-w)`` as some code writes it."""
+    """``w`` of a query index shifted back by ``w`` ≥ 1: ``q_idx - w``, or ``q_idx + (-w)`` as some code
+    writes it. A shift of 0 or forward keeps no key before the query's own, so it is no window."""
     if shifted is None:
         return None
     amount = literal(graph, shifted, 1)
     if not isinstance(amount, int):
         return None
-    if op(graph, shifted) == "sub":
-        return amount
-    if op(graph, shifted) == "add" and amount < 0:
-        return -amount
-    return None
+    back = {"sub": amount, "add": -amount}.get(op(graph, shifted))
+    return back if back is not None and back > 0 else None
 
 
 def keys_from_another_stack(graph: nx.DiGraph, node: str) -> bool:
