@@ -24,6 +24,7 @@ silences them); the build goes on.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,10 +35,12 @@ from sphinx.util.docutils import SphinxDirective
 
 from bertgraph.docs.request import EDGE_LABELS, FIGURES, FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
 from bertgraph.errors import BertgraphError, first_line
+from bertgraph.model.spec import reference_files
 from bertgraph.version import __version__
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
+    from sphinx.builders import Builder
     from sphinx.writers.html5 import HTML5Translator
     from sphinx.writers.latex import LaTeXTranslator
 
@@ -94,8 +97,9 @@ class BertgraphDirective(SphinxDirective):
         _, absolute = self.env.relfn2path(reference)
         path = Path(absolute)
         if path.exists():
-            for name in ("config.json", "model.safetensors", "model.safetensors.index.json"):
-                found = path / name if path.is_dir() else path
+            # Every file the drawing reads (the config, the checkpoint beside it, an index's shards): an edit
+            # of one changes the drawing, so it rereads this document.
+            for found in reference_files(str(path)):
                 if found.is_file():
                     self.env.note_dependency(str(found))
             return str(path)
@@ -114,8 +118,8 @@ class BertgraphDirective(SphinxDirective):
         node = bertgraph_diagram()
         node["request"] = request.as_dict()
         alt = f"{self.arguments[0]} · {request.head} · depth {request.depth}"
-        if request.figure != "diagram":
-            alt = f"{request.figure} of {', '.join(request.names())}"
+        if request.figure != "diagram":  # the models as written, not the paths they were found at
+            alt = f"{request.figure} of {', '.join(self.arguments[0].replace(',', ' ').split())}"
         node["alt"] = self.options.get("alt", alt)
         node["classes"] += self.options.get("class", [])
         self.set_source_info(node)
@@ -144,8 +148,8 @@ _REQUEST_OPTIONS = frozenset(
 _RENDERERS: dict[str, DiagramRenderer] = {}
 
 
-def renderer(app: Sphinx) -> DiagramRenderer:
-    """The renderer of this build: drawings kept beside Sphinx's own doctree cache."""
+def renderer(app: Sphinx | Builder) -> DiagramRenderer:
+    """The renderer of this build (``app`` or its builder): drawings kept beside Sphinx's own doctree cache."""
     from bertgraph.docs.renderer import DiagramRenderer
 
     folder = Path(app.doctreedir) / "bertgraph"
@@ -168,12 +172,13 @@ def _warn(error: Exception, node: nodes.Node) -> None:
 
 def html_visit(self: HTML5Translator, node: bertgraph_diagram) -> None:
     try:
-        fragment = renderer(self.builder.app).html(_request(node))
+        fragment = renderer(self.builder).html(_request(node))
     except BertgraphError as error:
         _warn(error, node)
         raise nodes.SkipNode from None
-    classes = " ".join(["bertgraph-figure", *node.get("classes", [])])
-    self.body.append(f'<div class="{self.attval(classes)}">{fragment}</div>\n')
+    # The node's classes after bertgraph-figure; its ids (a :name: without a caption, a label above it)
+    # for the references to it.
+    self.body.append(f"{self.starttag(node, 'div', '', classes=['bertgraph-figure'])}{fragment}</div>\n")
     raise nodes.SkipNode
 
 
@@ -181,7 +186,7 @@ def latex_visit(self: LaTeXTranslator, node: bertgraph_diagram) -> None:
     from bertgraph.files import write_atomic
 
     try:
-        name, image = renderer(self.builder.app).png(_request(node))
+        name, image = renderer(self.builder).png(_request(node))
         write_atomic(Path(self.builder.outdir) / name, image)
     except (BertgraphError, OSError) as error:
         _warn(error, node)
@@ -190,13 +195,11 @@ def latex_visit(self: LaTeXTranslator, node: bertgraph_diagram) -> None:
     raise nodes.SkipNode
 
 
-def text_visit(self: Any, node: bertgraph_diagram) -> None:
-    self.add_text(f"[diagram: {node.get('alt', 'bertgraph')}]")
-    raise nodes.SkipNode
-
-
 def placeholder_visit(self: Any, node: bertgraph_diagram) -> None:
-    self.body.append(f"[diagram: {node.get('alt', 'bertgraph')}]")
+    """Text, manual pages, Texinfo: the alt text as a paragraph of its own, escaped as the writer escapes text."""
+    self.visit_paragraph(node)
+    self.visit_Text(nodes.Text(f"[diagram: {node.get('alt', 'bertgraph')}]"))
+    self.depart_paragraph(node)
     raise nodes.SkipNode
 
 
@@ -235,7 +238,9 @@ def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None
     if app.builder.format == "html":
         # The rest are drawn by html_visit; drawn here together, their layouts overlap. (With -j,
         # doctrees are resolved in the main process before the writers fork, so they inherit these.)
-        renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
+        # One that fails (a model that no longer resolves) is reported by html_visit, at its line.
+        with contextlib.suppress(BertgraphError):
+            renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -243,7 +248,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
         bertgraph_diagram,
         html=(html_visit, None),
         latex=(latex_visit, None),
-        text=(text_visit, None),
+        text=(placeholder_visit, None),
         man=(placeholder_visit, None),
         texinfo=(placeholder_visit, None),
     )
