@@ -13,8 +13,10 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,17 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module", autouse=True)
-def graphviz() -> None:
+def graphs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A graph cache kept from one run of this file to the next (the mutation run starts one per mutant),
+    so bert-tiny is traced once, not once a run; the cache checks every entry it serves."""
     require(shutil.which("dot") is not None, "Graphviz dot is not installed")
+    previous = os.environ.get("BERTGRAPH_CACHE_DIR")
+    os.environ["BERTGRAPH_CACHE_DIR"] = str(tmp_path_factory.getbasetemp().parent / "sphinx-exact-graphs")
+    yield
+    if previous is None:
+        os.environ.pop("BERTGRAPH_CACHE_DIR", None)
+    else:
+        os.environ["BERTGRAPH_CACHE_DIR"] = previous
 
 
 def tiny(**options: Any) -> DiagramRequest:
@@ -249,9 +260,11 @@ EVERY_OPTION = (
 )
 
 
-@pytest.fixture(scope="module")
-def directives_built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    folder = tmp_path_factory.mktemp("directives")
+@pytest.fixture
+def directives_built(tmp_path: Path) -> Built:
+    """A page of directives (built for each test that reads it: the mutation run counts a test as reaching
+    the code its fixtures ran only when the fixture is its own)."""
+    folder = tmp_path
     _write_model(folder / "src" / "sub" / "model")
     blocks = page(
         directive("bert-tiny", ":layers: 1"),

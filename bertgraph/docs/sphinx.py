@@ -25,6 +25,7 @@ silences them); the build goes on.
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -56,8 +57,8 @@ class bertgraph_diagram(nodes.General, nodes.Element):
     """A diagram to draw: ``request`` holds the checked options as plain data."""
 
 
-def _choice(values: tuple[str, ...]) -> Any:
-    return lambda argument: directives.choice(argument, values)
+def _choice(argument: str | None, values: tuple[str, ...]) -> str:
+    return str(directives.choice(argument, values))
 
 
 class BertgraphDirective(SphinxDirective):
@@ -68,20 +69,20 @@ class BertgraphDirective(SphinxDirective):
     final_argument_whitespace = True  # a figure names several models
     has_content = False
     option_spec: ClassVar[dict[str, Any]] = {
-        "figure": _choice(FIGURES),
+        "figure": partial(_choice, values=FIGURES),
         "head": directives.unchanged_required,
         "depth": directives.nonnegative_int,
-        "format": _choice(FORMATS),
+        "format": partial(_choice, values=FORMATS),
         "compare": directives.unchanged_required,
-        "theme": _choice(THEMES),
-        "edge-labels": _choice(EDGE_LABELS),
+        "theme": partial(_choice, values=THEMES),
+        "edge-labels": partial(_choice, values=EDGE_LABELS),
         "caption": directives.unchanged,
         "unfold": directives.flag,
         **dict.fromkeys(SIZE_OPTIONS, directives.positive_int),
         "seq-len": directives.positive_int,
         "batch": directives.positive_int,
         "alt": directives.unchanged,
-        "align": _choice(("left", "center", "right")),
+        "align": partial(_choice, values=("left", "center", "right")),
         "name": directives.unchanged,
         "class": directives.class_option,
     }
@@ -198,7 +199,7 @@ def latex_visit(self: LaTeXTranslator, node: bertgraph_diagram) -> None:
 def placeholder_visit(self: Any, node: bertgraph_diagram) -> None:
     """Text, manual pages, Texinfo: the alt text as a paragraph of its own, escaped as the writer escapes text."""
     self.visit_paragraph(node)
-    self.visit_Text(nodes.Text(f"[diagram: {node.get('alt', 'bertgraph')}]"))
+    self.visit_Text(nodes.Text(f"[diagram: {node['alt']}]"))
     self.depart_paragraph(node)
     raise nodes.SkipNode
 
