@@ -266,6 +266,7 @@ def directives_built(tmp_path: Path) -> Built:
     the code its fixtures ran only when the fixture is its own)."""
     folder = tmp_path
     _write_model(folder / "src" / "sub" / "model")
+    _write_model(folder / "src" / "sub" / "my model")
     blocks = page(
         directive("bert-tiny", ":layers: 1"),
         directive("bert-tiny", *EVERY_OPTION),
@@ -276,9 +277,10 @@ def directives_built(tmp_path: Path) -> Built:
         directive(
             "bert-tiny", ":layers: 1", ":caption: bert-tiny with *one* layer", ":align: center", ":name: fig-one"
         ),
-        directive("bert-tiny", ":layers: 1", ":caption: A plain caption", ":name: fig-plain"),
+        directive("bert-tiny", ":layers: 1", ":caption: *A* caption starting with markup", ":name: fig-plain"),
         directive("bert-tiny", ":layers: 1", ":name: solo"),
         directive("bert-tiny", ":layers: 1", ":caption: broken `markup"),
+        directive("my model", ":depth: 1"),  # one model: its name may have spaces
     )
     return build(
         folder,
@@ -290,7 +292,7 @@ def directives_built(tmp_path: Path) -> Built:
 
 def test_the_request_holds_every_option_and_the_site_theme(directives_built: Built) -> None:
     found = diagrams(directives_built.doctree("sub/page"))
-    assert len(found) == 10
+    assert len(found) == 11
     plain, every = found[:2]
     assert plain["request"] == tiny(theme="dark").as_dict()  # bertgraph_theme is the default theme
     assert plain["alt"] == "bert-tiny · base · depth 2"
@@ -324,7 +326,7 @@ def test_the_request_holds_every_option_and_the_site_theme(directives_built: Bui
     page_file = directives_built.source / "sub" / "page.rst"
     for node in found:
         assert (node.source, node.line) == (str(page_file), node.line)
-    assert [node.line for node in found] == [4, 7, 26, 30, 33, 37, 41, 47, 52, 56]
+    assert [node.line for node in found] == [4, 7, 26, 30, 33, 37, 41, 47, 52, 56, 60]
     assert directives_built.warnings[-1:] != []  # the broken caption's markup, reported by docutils
 
 
@@ -332,6 +334,9 @@ def test_a_local_model_is_found_beside_the_document(directives_built: Built) -> 
     found = diagrams(directives_built.doctree("sub/page"))
     folder = directives_built.source / "sub" / "model"
     local, config_file, schematic, masks = found[2:6]
+    spaced = found[10]
+    assert spaced["request"] == DiagramRequest(str(folder.parent / "my model"), depth=1, theme="dark").as_dict()
+    assert spaced["alt"] == "my model · base · depth 1"
     assert (
         local["request"] == DiagramRequest(str(folder), head="sequence-classification", depth=3, theme="dark").as_dict()
     )
@@ -345,7 +350,10 @@ def test_a_local_model_is_found_beside_the_document(directives_built: Built) -> 
     assert schematic["alt"] == "schematic of model, bert-tiny"  # the names as written, not the paths
     assert masks["request"] == DiagramRequest("bert-tiny gpt2", figure="masks", seq_len=6, theme="dark").as_dict()
     assert masks["alt"] == "masks of bert-tiny, gpt2"
-    assert directives_built.app.env.dependencies["sub/page"] == {folder / "config.json"}
+    assert directives_built.app.env.dependencies["sub/page"] == {
+        folder / "config.json",
+        folder.parent / "my model" / "config.json",
+    }
 
 
 def test_a_caption_makes_a_figure_and_a_name_a_target(directives_built: Built) -> None:
@@ -363,7 +371,8 @@ def test_a_caption_makes_a_figure_and_a_name_a_target(directives_built: Built) -
     assert caption.astext() == "bert-tiny with one layer"
     assert [type(child) for child in caption.children] == [nodes.Text, nodes.emphasis, nodes.Text]
     assert (caption.source, caption.line) == (page_file, 41)
-    assert plain["ids"] == ["fig-plain"] and plain[1].astext() == "A plain caption"
+    assert plain["ids"] == ["fig-plain"] and plain[1].astext() == "A caption starting with markup"
+    assert [type(child) for child in plain[1].children] == [nodes.emphasis, nodes.Text]
     assert [type(child) for child in broken[1].children][-1] is nodes.system_message  # kept where it was found
     solo = diagrams(doctree)[8]
     assert solo.parent is doctree[0] and solo["ids"] == ["solo"] and solo["names"] == ["solo"]
@@ -616,12 +625,15 @@ def test_a_model_that_breaks_after_reading_warns_and_its_node_goes(tmp_path: Pat
     )
     built = build(tmp_path, {"index.rst": blocks}, mermaid=True, conf=conf)
     index_file = built.source / "index.rst"
-    assert [line.split(": bertgraph: ")[0] for line in built.warnings] == [
-        f"{index_file}:4: WARNING",
-        f"{index_file}:7: WARNING",
-        f"{index_file}:10: WARNING",
-    ], built.warnings
-    assert all(line.endswith(" [bertgraph]") for line in built.warnings)
+    broken = (
+        f"bertgraph: {built.source / 'model' / 'config.json'} is not valid JSON (line 1, column 2: Expecting property"
+        " name enclosed in double quotes) [bertgraph]"
+    )
+    assert built.warnings == [
+        f"{index_file}:4: WARNING: {broken}",
+        f"{index_file}:7: WARNING: {broken}",
+        f"{index_file}:10: WARNING: {broken}",
+    ]
     written = built.read("index.html")
     assert "<p>After.</p>" in written
     for gone in ("bertgraph-figure", "bertgraph-table", 'class="mermaid"'):
