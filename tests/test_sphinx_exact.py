@@ -3,7 +3,7 @@
 ``tests/test_docs_sphinx.py`` runs sphinx-build as processes (the installed code); these tests build
 in this process and hold each piece of :mod:`bertgraph.docs.sphinx` to what it must give, so they
 also serve the mutation run (docs/mutation.md). Every drawing is bert-tiny cut to one layer
-(``:layers: 1``), traced once a run (the session's graph cache and the renderer's memo) and compared
+(``:layers: 1``), traced once into a graph cache this file keeps from one run to the next, and compared
 with what :class:`~bertgraph.docs.renderer.DiagramRenderer` draws for the same request; what the
 directive puts in the doctree is read from builds with Sphinx's ``dummy`` builder, which draws nothing.
 """
