@@ -24,6 +24,8 @@ silences them); the build goes on.
 
 from __future__ import annotations
 
+import contextlib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,10 +36,12 @@ from sphinx.util.docutils import SphinxDirective
 
 from bertgraph.docs.request import EDGE_LABELS, FIGURES, FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
 from bertgraph.errors import BertgraphError, first_line
+from bertgraph.model.spec import reference_files
 from bertgraph.version import __version__
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
+    from sphinx.builders import Builder
     from sphinx.writers.html5 import HTML5Translator
     from sphinx.writers.latex import LaTeXTranslator
 
@@ -53,8 +57,8 @@ class bertgraph_diagram(nodes.General, nodes.Element):
     """A diagram to draw: ``request`` holds the checked options as plain data."""
 
 
-def _choice(values: tuple[str, ...]) -> Any:
-    return lambda argument: directives.choice(argument, values)
+def _choice(argument: str | None, values: tuple[str, ...]) -> str:
+    return str(directives.choice(argument, values))
 
 
 class BertgraphDirective(SphinxDirective):
@@ -65,20 +69,20 @@ class BertgraphDirective(SphinxDirective):
     final_argument_whitespace = True  # a figure names several models
     has_content = False
     option_spec: ClassVar[dict[str, Any]] = {
-        "figure": _choice(FIGURES),
+        "figure": partial(_choice, values=FIGURES),
         "head": directives.unchanged_required,
         "depth": directives.nonnegative_int,
-        "format": _choice(FORMATS),
+        "format": partial(_choice, values=FORMATS),
         "compare": directives.unchanged_required,
-        "theme": _choice(THEMES),
-        "edge-labels": _choice(EDGE_LABELS),
+        "theme": partial(_choice, values=THEMES),
+        "edge-labels": partial(_choice, values=EDGE_LABELS),
         "caption": directives.unchanged,
         "unfold": directives.flag,
         **dict.fromkeys(SIZE_OPTIONS, directives.positive_int),
         "seq-len": directives.positive_int,
         "batch": directives.positive_int,
         "alt": directives.unchanged,
-        "align": _choice(("left", "center", "right")),
+        "align": partial(_choice, values=("left", "center", "right")),
         "name": directives.unchanged,
         "class": directives.class_option,
     }
@@ -94,8 +98,9 @@ class BertgraphDirective(SphinxDirective):
         _, absolute = self.env.relfn2path(reference)
         path = Path(absolute)
         if path.exists():
-            for name in ("config.json", "model.safetensors", "model.safetensors.index.json"):
-                found = path / name if path.is_dir() else path
+            # Every file the drawing reads (the config, the checkpoint beside it, an index's shards): an edit
+            # of one changes the drawing, so it rereads this document.
+            for found in reference_files(str(path)):
                 if found.is_file():
                     self.env.note_dependency(str(found))
             return str(path)
@@ -114,8 +119,8 @@ class BertgraphDirective(SphinxDirective):
         node = bertgraph_diagram()
         node["request"] = request.as_dict()
         alt = f"{self.arguments[0]} · {request.head} · depth {request.depth}"
-        if request.figure != "diagram":
-            alt = f"{request.figure} of {', '.join(request.names())}"
+        if request.figure != "diagram":  # the models as written, not the paths they were found at
+            alt = f"{request.figure} of {', '.join(self.arguments[0].replace(',', ' ').split())}"
         node["alt"] = self.options.get("alt", alt)
         node["classes"] += self.options.get("class", [])
         self.set_source_info(node)
@@ -144,8 +149,8 @@ _REQUEST_OPTIONS = frozenset(
 _RENDERERS: dict[str, DiagramRenderer] = {}
 
 
-def renderer(app: Sphinx) -> DiagramRenderer:
-    """The renderer of this build: drawings kept beside Sphinx's own doctree cache."""
+def renderer(app: Sphinx | Builder) -> DiagramRenderer:
+    """The renderer of this build (``app`` or its builder): drawings kept beside Sphinx's own doctree cache."""
     from bertgraph.docs.renderer import DiagramRenderer
 
     folder = Path(app.doctreedir) / "bertgraph"
@@ -168,12 +173,13 @@ def _warn(error: Exception, node: nodes.Node) -> None:
 
 def html_visit(self: HTML5Translator, node: bertgraph_diagram) -> None:
     try:
-        fragment = renderer(self.builder.app).html(_request(node))
+        fragment = renderer(self.builder).html(_request(node))
     except BertgraphError as error:
         _warn(error, node)
         raise nodes.SkipNode from None
-    classes = " ".join(["bertgraph-figure", *node.get("classes", [])])
-    self.body.append(f'<div class="{self.attval(classes)}">{fragment}</div>\n')
+    # The node's classes after bertgraph-figure; its ids (a :name: without a caption, a label above it)
+    # for the references to it.
+    self.body.append(f"{self.starttag(node, 'div', '', classes=['bertgraph-figure'])}{fragment}</div>\n")
     raise nodes.SkipNode
 
 
@@ -181,7 +187,7 @@ def latex_visit(self: LaTeXTranslator, node: bertgraph_diagram) -> None:
     from bertgraph.files import write_atomic
 
     try:
-        name, image = renderer(self.builder.app).png(_request(node))
+        name, image = renderer(self.builder).png(_request(node))
         write_atomic(Path(self.builder.outdir) / name, image)
     except (BertgraphError, OSError) as error:
         _warn(error, node)
@@ -190,13 +196,11 @@ def latex_visit(self: LaTeXTranslator, node: bertgraph_diagram) -> None:
     raise nodes.SkipNode
 
 
-def text_visit(self: Any, node: bertgraph_diagram) -> None:
-    self.add_text(f"[diagram: {node.get('alt', 'bertgraph')}]")
-    raise nodes.SkipNode
-
-
 def placeholder_visit(self: Any, node: bertgraph_diagram) -> None:
-    self.body.append(f"[diagram: {node.get('alt', 'bertgraph')}]")
+    """Text, manual pages, Texinfo: the alt text as a paragraph of its own, escaped as the writer escapes text."""
+    self.visit_paragraph(node)
+    self.visit_Text(nodes.Text(f"[diagram: {node['alt']}]"))
+    self.depart_paragraph(node)
     raise nodes.SkipNode
 
 
@@ -235,7 +239,9 @@ def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None
     if app.builder.format == "html":
         # The rest are drawn by html_visit; drawn here together, their layouts overlap. (With -j,
         # doctrees are resolved in the main process before the writers fork, so they inherit these.)
-        renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
+        # One that fails (a model that no longer resolves) is reported by html_visit, at its line.
+        with contextlib.suppress(BertgraphError):
+            renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -243,7 +249,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
         bertgraph_diagram,
         html=(html_visit, None),
         latex=(latex_visit, None),
-        text=(text_visit, None),
+        text=(placeholder_visit, None),
         man=(placeholder_visit, None),
         texinfo=(placeholder_visit, None),
     )
