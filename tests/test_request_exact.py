@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bertgraph.docs.request import MAX_DEPTH, OPTIONS, DiagramRequest, OptionError, parse
+from bertgraph.docs.request import MAX_DEPTH, OPTIONS, DiagramRequest, OptionError, join_models, model_names, parse
 from bertgraph.errors import BertgraphError
 
 
@@ -179,13 +179,18 @@ def test_specs_carry_sizes_example_and_the_compared_head() -> None:
 
 
 def test_a_figure_names_several_models_and_draws_each_base_graph() -> None:
-    request = parse({"model": "bert-tiny, gpt2  t5-small", "figure": "schematic", "layers": 1}, {"format": "html"})
+    request = parse({"model": " bert-tiny,gpt2 , t5-small,", "figure": "schematic", "layers": 1}, {"format": "html"})
     assert request.names() == ["bert-tiny", "gpt2", "t5-small"]
     assert request.format == "svg"  # the site's default format is for diagrams
     specs = request.specs()
     assert [(spec.name, spec.head) for spec in specs] == [("bert-tiny", "base"), ("gpt2", "base"), ("t5-small", "base")]
     assert specs[0].config["num_hidden_layers"] == 1 and specs[1].config["n_layer"] == 1
     assert request.describe() == "schematic of bert-tiny, gpt2, t5-small · svg"
+    # Spaces separate models only in a list without commas, so a path with a space can be named.
+    assert model_names("bert-tiny  gpt2\tt5-small") == ["bert-tiny", "gpt2", "t5-small"]
+    assert model_names("my model, gpt2") == ["my model", "gpt2"]
+    assert model_names(join_models(["my model", "docs/a b", "gpt2"])) == ["my model", "docs/a b", "gpt2"]
+    assert model_names(" , ") == [] and join_models(["a"]) == "a"
     # One model's diagram keeps its reference whole.
     assert DiagramRequest(model="a, b").names() == ["a, b"]
     assert parse({"model": "bert-tiny", "figure": "masks", "format": "svg", "seq-len": 6}).seq_len == 6

@@ -272,7 +272,7 @@ def directives_built(tmp_path: Path) -> Built:
         directive("bert-tiny", *EVERY_OPTION),
         directive("model", ":head: sequence-classification", ":depth: 3"),
         directive("model/config.json", ":depth: 1"),
-        directive("model, bert-tiny", ":figure: schematic", ":layers: 1"),
+        directive("model, my model, bert-tiny", ":figure: schematic", ":layers: 1"),  # with commas, spaces in a name
         directive("bert-tiny   gpt2", ":figure: masks", ":seq-len: 6"),
         directive(
             "bert-tiny", ":layers: 1", ":caption: bert-tiny with *one* layer", ":align: center", ":name: fig-one"
@@ -345,10 +345,12 @@ def test_a_local_model_is_found_beside_the_document(directives_built: Built) -> 
     assert config_file["alt"] == "model/config.json · base · depth 1"
     assert (
         schematic["request"]
-        == DiagramRequest(f"{folder} bert-tiny", figure="schematic", sizes=ONE, theme="dark").as_dict()
+        == DiagramRequest(
+            f"{folder}, {folder.parent / 'my model'}, bert-tiny", figure="schematic", sizes=ONE, theme="dark"
+        ).as_dict()
     )
-    assert schematic["alt"] == "schematic of model, bert-tiny"  # the names as written, not the paths
-    assert masks["request"] == DiagramRequest("bert-tiny gpt2", figure="masks", seq_len=6, theme="dark").as_dict()
+    assert schematic["alt"] == "schematic of model, my model, bert-tiny"  # the names as written, not the paths
+    assert masks["request"] == DiagramRequest("bert-tiny, gpt2", figure="masks", seq_len=6, theme="dark").as_dict()
     assert masks["alt"] == "masks of bert-tiny, gpt2"
     assert directives_built.app.env.dependencies["sub/page"] == {
         folder / "config.json",

@@ -37,7 +37,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.plugins import BasePlugin
 
-from bertgraph.docs.request import FORMATS, THEMES, DiagramRequest, parse
+from bertgraph.docs.request import FORMATS, THEMES, DiagramRequest, join_models, model_names, parse
 from bertgraph.errors import BertgraphError, first_line
 
 log = logging.getLogger("mkdocs.plugins.bertgraph")
@@ -144,13 +144,10 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
     def _request(self, body: str, folder: Path | None) -> DiagramRequest:
         options = fence_options(body)
         if isinstance(options.get("model"), str) and folder is not None:
-            # a figure of several models names each one, separated by commas or spaces
-            names = (
-                options["model"].replace(",", " ").split()
-                if options.get("figure") not in (None, "diagram")
-                else [options["model"]]
-            )
-            options["model"] = " ".join(page_relative(name, folder) for name in names)
+            # a figure of several models names each one (separated by commas, or by spaces without one)
+            figure = options.get("figure") not in (None, "diagram")
+            names = model_names(options["model"]) if figure else [options["model"]]
+            options["model"] = join_models([page_relative(name, folder) for name in names])
         return parse(options, {"theme": self.config.theme, "format": self.config.format})
 
     def _markdown(self, request: DiagramRequest, config: Any) -> str:

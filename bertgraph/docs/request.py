@@ -42,6 +42,18 @@ class OptionError(BertgraphError):
     """An option of a directive or fence that bertgraph cannot use."""
 
 
+def model_names(text: str) -> list[str]:
+    """The models a figure names: separated by commas, or by spaces when there is no comma (so a
+    path with a space in it is named in a list separated by commas)."""
+    parts = text.split(",") if "," in text else text.split()
+    return [name.strip() for name in parts if name.strip()]
+
+
+def join_models(names: list[str]) -> str:
+    """Models named as :func:`model_names` reads them back, spaces in a name included."""
+    return ", ".join(names)
+
+
 @dataclass(frozen=True)
 class DiagramRequest:
     """One diagram, table or page as a docs author described it (plain, hashable data)."""
@@ -60,10 +72,10 @@ class DiagramRequest:
     figure: str = "diagram"
 
     def names(self) -> list[str]:
-        """The models drawn: a figure of several takes them separated by commas or spaces."""
+        """The models drawn: a figure of several takes them as :func:`model_names` splits them."""
         if self.figure == "diagram":
             return [self.model]
-        return [name for name in self.model.replace(",", " ").split() if name]
+        return model_names(self.model)
 
     def spec(self, head: str | None = None) -> ModelSpec:
         """The resolved model (no torch); ``head`` for the compared variant."""

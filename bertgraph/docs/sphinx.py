@@ -34,7 +34,17 @@ from docutils.parsers.rst import directives
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from bertgraph.docs.request import EDGE_LABELS, FIGURES, FORMATS, SIZE_OPTIONS, THEMES, DiagramRequest, parse
+from bertgraph.docs.request import (
+    EDGE_LABELS,
+    FIGURES,
+    FORMATS,
+    SIZE_OPTIONS,
+    THEMES,
+    DiagramRequest,
+    join_models,
+    model_names,
+    parse,
+)
 from bertgraph.errors import BertgraphError, first_line
 from bertgraph.model.spec import reference_files
 from bertgraph.version import __version__
@@ -91,7 +101,7 @@ class BertgraphDirective(SphinxDirective):
         """Each model named: a path relative to this document when it names a local folder or file."""
         if self.options.get("figure", "diagram") == "diagram":
             return self._one(self.arguments[0])
-        return " ".join(self._one(name) for name in self.arguments[0].replace(",", " ").split())
+        return join_models([self._one(name) for name in model_names(self.arguments[0])])
 
     def _one(self, reference: str) -> str:
         """A path relative to this document when it names a local folder or file, else the reference as written."""
@@ -120,7 +130,7 @@ class BertgraphDirective(SphinxDirective):
         node["request"] = request.as_dict()
         alt = f"{self.arguments[0]} · {request.head} · depth {request.depth}"
         if request.figure != "diagram":  # the models as written, not the paths they were found at
-            alt = f"{request.figure} of {', '.join(self.arguments[0].replace(',', ' ').split())}"
+            alt = f"{request.figure} of {', '.join(model_names(self.arguments[0]))}"
         node["alt"] = self.options.get("alt", alt)
         node["classes"] += self.options.get("class", [])
         self.set_source_info(node)
