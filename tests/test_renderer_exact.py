@@ -275,6 +275,25 @@ def test_mermaid_text_is_the_flowchart_its_options_ask_for() -> None:
         assert renderer.DiagramRenderer(None).mermaid(replace(ASKED, unfold=unfold)) == expected
 
 
+def test_a_diagram_graphviz_would_take_minutes_over_is_refused_before_any_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bertgraph.errors import RenderError
+    from bertgraph.render import graphviz_run
+
+    layouts: list[str] = []
+    monkeypatch.setattr(graphviz_run, "render", lambda source, fmt: layouts.append(fmt))
+    monkeypatch.setattr(graphviz_run, "MAX_EDGES", 60)  # one layer has 61 edges at depth 4, as the page says
+    draw = renderer.DiagramRenderer(None)
+    for request in (tiny(depth=4), tiny(depth=4, format="html")):
+        with pytest.raises(RenderError, match="the diagram has 61 edges, and Graphviz takes minutes"):
+            draw.html(request)
+    with pytest.raises(RenderError, match="the diagram has 61 edges"):
+        draw.png(tiny(depth=4))
+    draw.html_all([tiny(depth=4, theme="light")])  # left for its own call to report
+    assert layouts == []
+
+
 def test_the_model_is_named_as_bertgraph_names_it_not_as_the_author_wrote_it() -> None:
     alias = DiagramRequest("prajjwal1/bert-tiny", sizes=ONE, depth=1, theme="light")
     draw = renderer.DiagramRenderer(None)
