@@ -1,8 +1,9 @@
 """The docs renderer in-process: keys, the drawings folder, what is drawn once, every output.
 
 ``tests/test_docs_renderer.py`` checks that drawings through kept views equal fresh ones; these
-tests hold each method of :class:`~bertgraph.docs.renderer.DiagramRenderer` to what it must give,
-on bert-tiny cut to one layer, so they also serve the mutation run (docs/mutation.md).
+tests hold each method of :class:`~bertgraph.docs.renderer.DiagramRenderer` to what it must give
+(each drawing to the one drawn with the options asked for), on bert-tiny cut to one layer (two
+where folding shows), so they also serve the mutation run (docs/mutation.md).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def test_what_a_trace_leaves_is_frozen_and_the_exit_freezes_the_rest(monkeypatch
     monkeypatch.setattr(atexit, "register", registered.append)
     monkeypatch.setattr(renderer, "_FREEZE_REGISTERED", [])
     before = gc.get_freeze_count()
-    keep = [[] for _ in range(100)]
+    keep: list[list[int]] = [[] for _ in range(100)]
     try:
         renderer._set_aside_what_lives_on()
         assert gc.get_freeze_count() >= before + 100
@@ -224,6 +225,84 @@ def test_a_compared_head_is_drawn_beside_the_base() -> None:
     assert "cls" in compared and "cls" not in alone  # the masked-LM head's modules
 
 
+# Two layers, so that folding shows at depth 2; a compared head, a theme and edge labels that are not the defaults.
+ASKED = DiagramRequest("bert-tiny", sizes=TWO, depth=2, theme="dark", compare="masked-lm", edge_labels="shapes")
+
+
+def _asked_graphs(request: DiagramRequest) -> tuple[nx.DiGraph, nx.DiGraph]:
+    return renderer.graph_of(request.spec()), renderer.graph_of(request.spec("masked-lm"))
+
+
+@pytest.mark.parametrize("unfold", [False, True])
+def test_an_inline_svg_is_the_layout_of_the_diagram_its_options_ask_for(unfold: bool) -> None:
+    from bertgraph.render import dot, embed, graphviz_run
+
+    request = replace(ASKED, unfold=unfold)
+    graph, compare = _asked_graphs(request)
+    source = dot.generate_dot(graph, 2, not unfold, "dark", compare, edge_labels="shapes")
+    assert renderer._svg_source(graph, compare, request) == source
+    draw = renderer.DiagramRenderer(None)
+    prefix = f"bg{draw.key(request, 'inline-svg')[:8]}-"
+    svg = graphviz_run.render(source, "svg").decode("utf-8")
+    expected = embed.inline_svg(svg, prefix, "bert-tiny · BertModel, depth 2")
+    assert draw.html(request) == f'<div class="bertgraph bertgraph-dark">{expected}</div>'
+
+
+def test_an_interactive_page_is_the_page_its_options_ask_for() -> None:
+    from bertgraph.render import embed
+    from bertgraph.render.html import generate_html
+
+    request = replace(ASKED, format="html")
+    graph, compare = _asked_graphs(request)
+    page = generate_html(graph, 2, True, "dark", compare, "shapes")
+    assert renderer.DiagramRenderer(None).html(request) == embed.iframe(page, "bert-tiny · BertModel")
+
+
+def test_a_png_is_the_drawing_its_options_ask_for() -> None:
+    from bertgraph.render import PNG_DPI, dot, graphviz_run
+
+    graph, compare = _asked_graphs(ASKED)
+    source = dot.generate_dot(graph, 2, True, "dark", compare, dpi=PNG_DPI, edge_labels="shapes")
+    assert renderer.DiagramRenderer(None).png(ASKED)[1] == graphviz_run.render(source, "png")
+
+
+def test_mermaid_text_is_the_flowchart_its_options_ask_for() -> None:
+    from bertgraph.render import mermaid
+
+    graph, compare = _asked_graphs(ASKED)
+    for unfold in (False, True):
+        expected = mermaid.generate_mermaid(graph, 2, not unfold, "dark", compare, edge_labels="shapes").text
+        assert renderer.DiagramRenderer(None).mermaid(replace(ASKED, unfold=unfold)) == expected
+
+
+def test_a_diagram_graphviz_would_take_minutes_over_is_refused_before_any_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bertgraph.errors import RenderError
+    from bertgraph.render import graphviz_run
+
+    layouts: list[str] = []
+    monkeypatch.setattr(graphviz_run, "render", lambda source, fmt: layouts.append(fmt))
+    monkeypatch.setattr(graphviz_run, "MAX_EDGES", 60)  # one layer has 61 edges at depth 4, as the page says
+    draw = renderer.DiagramRenderer(None)
+    for request in (tiny(depth=4), tiny(depth=4, format="html")):
+        with pytest.raises(RenderError, match="the diagram has 61 edges, and Graphviz takes minutes"):
+            draw.html(request)
+    with pytest.raises(RenderError, match="the diagram has 61 edges"):
+        draw.png(tiny(depth=4))
+    draw.html_all([tiny(depth=4, theme="light")])  # left for its own call to report
+    assert layouts == []
+
+
+def test_the_model_is_named_as_bertgraph_names_it_not_as_the_author_wrote_it() -> None:
+    alias = DiagramRequest("prajjwal1/bert-tiny", sizes=ONE, depth=1, theme="light")
+    draw = renderer.DiagramRenderer(None)
+    assert 'aria-label="bert-tiny · BertModel, depth 1"' in draw.html(alias)
+    assert draw.html(replace(alias, format="html")).startswith(
+        '<iframe class="bertgraph-page" title="bert-tiny · BertModel" '
+    )
+
+
 def test_an_interactive_page_is_an_iframe_titled_with_the_model() -> None:
     made: list[str] = []
     draw = renderer.DiagramRenderer(None, on_render=made.append)
@@ -294,6 +373,20 @@ def test_the_tables_as_text() -> None:
     assert "attention: BertAttention" not in summary  # depth 1 stops at the embeddings, encoder and pooler
 
 
+def test_the_table_is_every_parameter_and_the_summary_the_module_tree() -> None:
+    from bertgraph.graph import stats
+    from bertgraph.render import text
+
+    two = DiagramRequest("bert-tiny", sizes=TWO, depth=3)
+    graph = renderer.graph_of(two.spec())
+    draw = renderer.DiagramRenderer(None)
+    table = "\n".join(text.generate_params(stats.parameter_stats(graph))) + "\n"
+    assert draw.text(replace(two, format="table")) == table
+    for unfold in (False, True):
+        summary = text.generate_summary(stats.summary(graph, depth=3, fold=not unfold))
+        assert draw.text(replace(two, format="summary", unfold=unfold)) == "\n".join(summary) + "\n"
+
+
 def test_mermaid_text_and_its_notes() -> None:
     notes: list[str] = []
     draw = renderer.DiagramRenderer(None)
@@ -310,14 +403,19 @@ def test_mermaid_text_and_its_notes() -> None:
     assert all(isinstance(note, str) for note in notes)
 
 
-def test_a_mermaid_drawing_passes_its_notes_on() -> None:
+def test_a_mermaid_drawing_passes_its_notes_on(monkeypatch: pytest.MonkeyPatch) -> None:
     from bertgraph.render import mermaid
 
+    # One layer has 61 edges at depth 4, 32 at depth 3, 12 at depth 2: with a limit of 12, depth 2 is written.
+    monkeypatch.setattr(mermaid, "MAX_EDGES", 12)
     graph = renderer.graph_of(tiny().spec())
-    expected = mermaid.generate_mermaid(graph, 4, False, "light", None).notes
+    expected = mermaid.generate_mermaid(graph, 4, False, "light", None)
+    assert expected.depth == 2 and len(expected.notes) == 1
+    assert expected.notes[0].startswith("the Mermaid diagram at depth 4 unfolded would exceed Mermaid's limits")
     notes: list[str] = []
-    renderer.DiagramRenderer(None).mermaid(tiny(depth=4, unfold=True, theme="light"), notes.append)
-    assert notes == list(expected)
+    drawn = renderer.DiagramRenderer(None).mermaid(tiny(depth=4, unfold=True, theme="light"), notes.append)
+    assert notes == expected.notes
+    assert drawn == expected.text
     renderer.DiagramRenderer(None).mermaid(tiny(depth=4, unfold=True, theme="light"))  # no one to tell: no error
 
 
@@ -355,6 +453,32 @@ def test_a_masks_figure_takes_its_length() -> None:
     assert drawn.startswith(
         '<div class="bertgraph bertgraph-dark"><svg role="img" aria-label="masks of bert-tiny, gpt2"'
     )
+
+
+def test_a_figure_is_the_schematic_or_the_masks_it_names() -> None:
+    from bertgraph.graph.masks import Example
+    from bertgraph.render import masks, schematic
+
+    schematic_request = DiagramRequest("bert-tiny, gpt2", figure="schematic", sizes=ONE)
+    graphs = [renderer.graph_of(spec) for spec in schematic_request.specs()]
+    for dpi in (None, 150):
+        expected = "\n".join(schematic.generate_lines(graphs, dpi)) + "\n"
+        assert renderer.figure_source(graphs, schematic_request, dpi) == expected
+    masks_request = replace(schematic_request, figure="masks", seq_len=3)
+    found = masks.masks_of(zip(["bert-tiny", "gpt2"], graphs), Example(3))
+    for dpi in (None, 150):
+        assert renderer.figure_source(graphs, masks_request, dpi) == masks.dot_source(found, dpi)
+
+
+def test_a_masks_png_is_drawn_at_print_resolution() -> None:
+    from bertgraph.render import PNG_DPI, graphviz_run
+
+    figure = DiagramRequest("bert-tiny", figure="masks", sizes=ONE, seq_len=3)
+    graphs = [renderer.graph_of(spec) for spec in figure.specs()]
+    _, drawn = renderer.DiagramRenderer(None).png(figure)
+    assert drawn == graphviz_run.render(renderer.figure_source(graphs, figure, PNG_DPI), "png")
+    plain = graphviz_run.render(renderer.figure_source(graphs, figure), "png")
+    assert _width(drawn) == pytest.approx(_width(plain) * PNG_DPI / 96, rel=0.05)
 
 
 # --- a page drawn together ---------------------------------------------------------------------------
@@ -403,6 +527,58 @@ def test_a_layout_that_fails_ahead_is_left_for_its_own_call(tmp_path: Path, monk
     monkeypatch.undo()
     assert draw.html(page).startswith("<iframe")  # drawn at its turn
     assert made == ["bert-tiny · base · depth 1 · html · layers 1 as page"]
+
+
+def test_a_drawing_that_fails_ahead_stops_none_of_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bertgraph.errors import RenderError
+    from bertgraph.render import graphviz_run
+
+    # The page lays out every depth: refused before its layouts start, at depth 3 (32 edges over 12).
+    refused = tiny(depth=1, format="html")
+    broken = tiny(depth=0, theme="light")  # its layout fails
+    fine = tiny(depth=1, theme="light")
+    graph = renderer.graph_of(fine.spec())
+    broken_source = renderer._svg_source(graph, None, broken)
+    layout = graphviz_run.render
+
+    def render(source: str, fmt: str) -> bytes:
+        if source == broken_source:
+            raise RenderError("Graphviz failed: syntax error in line 1")
+        return layout(source, fmt)
+
+    monkeypatch.setattr(graphviz_run, "render", render)
+    monkeypatch.setattr(graphviz_run, "MAX_EDGES", 12)
+    made: list[str] = []
+    draw = renderer.DiagramRenderer(tmp_path, on_render=made.append)
+    draw.html_all([refused, broken, fine])  # started in this order, finished in it
+    assert made == ["bert-tiny · base · depth 1 · svg · layers 1 as inline-svg"]
+    assert [path.name for path in tmp_path.iterdir()] == [f"{draw.key(fine, 'inline-svg')}.html"]
+    with pytest.raises(RenderError, match="the diagram has 32 edges"):
+        draw.html(refused)
+    with pytest.raises(RenderError, match="syntax error"):
+        draw.html(broken)
+
+
+def test_a_diagram_asked_for_twice_or_drawn_ahead_already_is_laid_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bertgraph.render import graphviz_run
+
+    layouts: list[str] = []
+    layout = graphviz_run.render
+
+    def render(source: str, fmt: str) -> bytes:
+        layouts.append(fmt)
+        return layout(source, fmt)
+
+    monkeypatch.setattr(graphviz_run, "render", render)
+    made: list[str] = []
+    draw = renderer.DiagramRenderer(None, on_render=made.append)
+    once, other = tiny(depth=1, theme="light"), tiny(depth=0, theme="light")
+    draw.html_all([once, other, once])
+    assert layouts == ["svg", "svg"]
+    assert made == [f"{request.describe()} as inline-svg" for request in (once, other)]
+    draw.html_all([other, once])  # the next page of the same build
+    assert layouts == ["svg", "svg"] and len(made) == 2
+    assert draw.html(once) == renderer.DiagramRenderer(None).html(once)
 
 
 def test_requests_that_need_no_trace_start_first(fresh: Path) -> None:

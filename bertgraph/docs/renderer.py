@@ -256,17 +256,13 @@ class DiagramRenderer:
         """A PNG for print builders (LaTeX): its stable file name and bytes."""
 
         def draw() -> bytes:
-            from bertgraph.render import PNG_DPI, dot, graphviz_run
+            from bertgraph.render import PNG_DPI, graphviz_run
 
             if request.figure != "diagram":
                 graphs = [graph_of(spec, self.on_trace) for spec in request.specs()]
                 return graphviz_run.render(figure_source(graphs, request, PNG_DPI), "png")
             graph, compare = self._graphs(request)
-            theme = "dark" if request.theme == "dark" else "light"
-            source = dot.generate_dot(
-                graph, request.depth, not request.unfold, theme, compare, dpi=PNG_DPI, edge_labels=request.edge_labels
-            )
-            return graphviz_run.render(source, "png")
+            return graphviz_run.render(_svg_source(graph, compare, request, PNG_DPI), "png")
 
         return f"bertgraph-{self.key(request, 'png')}.png", self._drawn(request, "png", ".png", draw)
 
@@ -340,11 +336,14 @@ def figure_source(graphs: list[nx.DiGraph], request: DiagramRequest, dpi: int | 
     return masks.dot_source(found, dpi)
 
 
-def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramRequest) -> str:
-    from bertgraph.render import dot
+def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramRequest, dpi: int | None = None) -> str:
+    """The diagram's DOT (``dpi``: a PNG's), refused as every Graphviz layout is when dot would take minutes."""
+    from bertgraph.render import dot, graphviz_run
 
     theme = "dark" if request.theme == "dark" else "light"
-    return dot.generate_dot(graph, request.depth, not request.unfold, theme, compare, edge_labels=request.edge_labels)
+    diagram = dot.build(graph, request.depth, not request.unfold, compare, edge_labels=request.edge_labels)
+    graphviz_run.check_size(len(diagram.edges))
+    return "\n".join(dot.generate_lines(diagram, theme, dpi)) + "\n"
 
 
 def _svg_fragment(image: bytes, label: str, request: DiagramRequest, key: str) -> str:
