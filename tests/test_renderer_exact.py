@@ -559,6 +559,21 @@ def test_a_drawing_that_fails_ahead_stops_none_of_the_others(tmp_path: Path, mon
         draw.html(broken)
 
 
+def test_a_model_that_no_longer_resolves_stops_no_drawing_ahead(tmp_path: Path) -> None:
+    # A local model parsed when its page was read, gone when the page is drawn: drawing ahead skips it
+    # (html() reports it, where the builder can say which directive it was) and draws the rest.
+    from bertgraph.errors import ModelReferenceError
+
+    gone = DiagramRequest(str(tmp_path / "deleted-model"), depth=1)
+    fine = tiny(depth=1, theme="dark")
+    made: list[str] = []
+    draw = renderer.DiagramRenderer(tmp_path / "drawings", on_render=made.append)
+    draw.html_all([gone, fine, gone])
+    assert made == ["bert-tiny · base · depth 1 · svg · layers 1 as inline-svg"]
+    with pytest.raises(ModelReferenceError, match="deleted-model"):
+        draw.html(gone)
+
+
 def test_a_diagram_asked_for_twice_or_drawn_ahead_already_is_laid_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from bertgraph.render import graphviz_run
 

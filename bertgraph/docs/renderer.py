@@ -196,16 +196,22 @@ class DiagramRenderer:
             pool.shutdown(cancel_futures=True)  # an interrupted build starts no more layouts; none outlive this call
 
     def _draw_together(self, requests: Sequence[DiagramRequest], pool: Executor) -> None:
+        keyed: list[tuple[str, DiagramRequest]] = []
+        for request in requests:
+            try:
+                keyed.append((self.key(request, _html_output(request)), request))
+            except BertgraphError:  # a model that no longer resolves: html() reports it at its directive
+                continue
         started: dict[str, tuple[DiagramRequest, Callable[[], bytes]]] = {}
-        for request in sorted(requests, key=self._traces_needed):  # layouts start before the next trace
-            key = self.key(request, _html_output(request))
+        # Layouts start before the next trace: those whose graphs are at hand first.
+        for key, request in sorted(keyed, key=lambda pair: self._traces_needed(pair[1])):
             if key in started or key in self._made or self._kept(key, ".html") is not None:
                 continue
             try:
                 started[key] = (request, self._start_html(request, pool))
             except BertgraphError:
                 continue
-        page_order = dict.fromkeys(self.key(request, _html_output(request)) for request in requests)
+        page_order = dict.fromkeys(key for key, _ in keyed)
         for key in (key for key in page_order if key in started):  # finished in the page's order, as logged
             request, finish = started[key]
             try:

@@ -24,7 +24,6 @@ silences them); the build goes on.
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -249,9 +248,8 @@ def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None
     if app.builder.format == "html":
         # The rest are drawn by html_visit; drawn here together, their layouts overlap. (With -j,
         # doctrees are resolved in the main process before the writers fork, so they inherit these.)
-        # One that fails (a model that no longer resolves) is reported by html_visit, at its line.
-        with contextlib.suppress(BertgraphError):
-            renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
+        # One that fails (a model that no longer resolves) is left for html_visit to report at its line.
+        renderer(app).html_all([_request(node) for node in doctree.findall(bertgraph_diagram)])
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
