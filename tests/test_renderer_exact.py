@@ -574,6 +574,31 @@ def test_a_model_that_no_longer_resolves_stops_no_drawing_ahead(tmp_path: Path) 
         draw.html(gone)
 
 
+@pytest.mark.parametrize("traced_first", ["base", "masked-lm"])
+def test_a_page_drawn_ahead_starts_with_the_drawings_whose_graphs_are_at_hand(
+    traced_first: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Their layouts run while the rest are traced; each drawing is still kept and logged in page order.
+    # (Both ways round, so no other order, such as the keys', gives the same by chance.)
+    at_hand = tiny(depth=1, head=traced_first)
+    needs_trace = tiny(depth=1, head="masked-lm" if traced_first == "base" else "base")
+    renderer.graph_of(at_hand.spec())
+    renderer._GRAPHS.pop(renderer._memo_key(needs_trace.spec()), None)
+    made: list[str] = []
+    draw = renderer.DiagramRenderer(tmp_path, on_render=made.append)
+    started: list[DiagramRequest] = []
+    start = draw._start_html
+
+    def record(request: DiagramRequest, pool: object) -> object:
+        started.append(request)
+        return start(request, pool)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(draw, "_start_html", record)
+    draw.html_all([needs_trace, at_hand])
+    assert started == [at_hand, needs_trace]
+    assert [line.split(" · ")[1] for line in made] == [needs_trace.head, at_hand.head]
+
+
 def test_a_diagram_asked_for_twice_or_drawn_ahead_already_is_laid_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from bertgraph.render import graphviz_run
 
