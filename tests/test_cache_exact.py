@@ -344,3 +344,71 @@ def test_a_temporary_file_already_gone_is_no_error(folder: Path, monkeypatch: py
     monkeypatch.setattr(os, "replace", vanish)
     cache.store(spec(), bert_tiny())  # skipped quietly
     assert list(folder.iterdir()) == []
+
+
+# --- what the cache reads, and the temporaries it clears -----------------------------------------
+
+
+def test_an_entry_that_is_no_regular_file_or_too_large_is_skipped_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert cache._read_entry(fifo) is None  # opened without waiting for a writer
+    assert capsys.readouterr().err == (
+        f"bertgraph: warning: skipped cache entry {fifo}: it is not a regular file; remove it\n"
+    )
+    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 3 << 20)
+    largest, larger = tmp_path / "largest.json", tmp_path / "larger.json"
+    largest.write_bytes(b"x" * (3 << 20))
+    larger.write_bytes(b"x" * ((3 << 20) + 1))
+    assert cache._read_entry(largest) == b"x" * (3 << 20)
+    assert capsys.readouterr().err == ""
+    assert cache._read_entry(larger) is None
+    assert capsys.readouterr().err == (
+        f"bertgraph: warning: skipped cache entry {larger}: larger than 3 MB, so not an entry; remove it\n"
+    )
+    assert cache._read_entry(tmp_path / "missing.json") is None
+    assert capsys.readouterr().err == ""
+
+
+def test_old_temporaries_are_removed_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    now = 1_800_000_000.0
+    monkeypatch.setattr(time, "time", lambda: now)
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+
+    def made(name: str, age: float, kind: str = "file") -> Path:
+        path = folder / name
+        if kind == "file":
+            path.write_text("partial")
+        elif kind == "folder":
+            path.mkdir()
+        else:
+            path.symlink_to(outside)
+        os.utime(path, (now - age, now - age), follow_symlinks=False)
+        return path
+
+    old = [made(".entry.abcd1234.tmp", 7200), made("tmpz_9y8x7w.tmp", 3601)]
+    kept = [
+        made(".entry.abcd5678.tmp", 3600),  # an hour old exactly: maybe still being written
+        made(".entry.young123.tmp", 60),
+        made(".entry.linkname.tmp", 7200, kind="link"),  # a link: never followed, never removed
+        made(".entry.folder12.tmp", 7200, kind="folder"),
+        *(made(name, 7200) for name in ("a.json", "a.lock", ".entry.SHORT.tmp", "tmpabcdefgh.json", "notes.tmp")),
+    ]
+    assert sorted(cache.remove_old_temporaries(folder)) == sorted(old)
+    assert sorted(folder.iterdir()) == sorted(kept)
+    assert outside.read_text() == "keep"
+    assert cache.remove_old_temporaries(tmp_path / "absent") == []
+    # The folder named, not the working directory.
+    monkeypatch.chdir(tmp_path)
+    stray = made(".entry.efgh5678.tmp", 7200)
+    (tmp_path / stray.name).write_text("not the cache's")
+    os.utime(tmp_path / stray.name, (now - 7200, now - 7200))
+    assert cache.remove_old_temporaries(folder) == [stray]
+    assert (tmp_path / stray.name).exists()
