@@ -817,3 +817,71 @@ def test_siblings_that_pass_data_through_their_parents_ops_do_not_fold() -> None
     assert views.interleaved_lists(two) == {"stack.layer"}
     single = chain(["A"])
     assert views.interleaved_lists(single) == frozenset()  # one item has nothing to fold with
+
+
+# --- a shared layer's calls folded into its first (ALBERT) ------------------------------------------
+
+
+def _shared_layer(
+    calls: int, ops: tuple[str, ...] = ("linear", "gelu"), last_call_ops: tuple[str, ...] = ()
+) -> nx.DiGraph:
+    """``x → (linear → gelu) × calls → y`` in one module called ``calls`` times, each op costing its call's
+    index + 1 (so folded sums tell the calls apart), a norm outside reading every call's output."""
+    graph = nx.DiGraph(**{g.G_SHARED: {"encoder.shared": calls}})
+    graph.add_node("x", **{g.KIND: g.INPUT, g.ORDER: 0})
+    previous, order = "x", 1
+    outputs = []
+    for call in range(calls):
+        names = last_call_ops if last_call_ops and call == calls - 1 else ops
+        for name in names:
+            node = f"encoder.shared:{name}" + (f"_{call}" if call else "")
+            graph.add_node(
+                node,
+                **{g.KIND: g.OPERATOR, g.OP: name, g.MODULE: "encoder.shared", g.ORDER: order, g.CALL: call},
+                **{g.MATMUL_FLOPS: str(call + 1), g.PARAM_BYTES: 10 * (call + 1)},
+            )
+            graph.add_edge(previous, node, **{g.SHAPE: ["batch", "seq", 8]})
+            previous, order = node, order + 1
+        outputs.append(previous)
+    graph.add_node("norm:layer_norm", **{g.KIND: g.OPERATOR, g.OP: "layer_norm", g.MODULE: "norm", g.ORDER: order})
+    for output in outputs:
+        graph.add_edge(output, "norm:layer_norm", **{g.SHAPE: ["batch", "seq", 8]})
+    graph.add_node("y", **{g.KIND: g.OUTPUT, g.ORDER: order + 1})
+    graph.add_edge("norm:layer_norm", "y")
+    return graph
+
+
+def test_a_shared_layers_calls_fold_into_its_first_with_every_calls_cost() -> None:
+    graph = _shared_layer(3)
+    folded = views.fold_calls(graph)
+    assert list(folded) == ["x", "encoder.shared:linear", "encoder.shared:gelu", "norm:layer_norm", "y"]
+    assert sorted(folded.edges) == sorted(
+        [
+            ("x", "encoder.shared:linear"),
+            ("encoder.shared:linear", "encoder.shared:gelu"),
+            ("encoder.shared:gelu", "norm:layer_norm"),  # kept once for the three calls
+            ("norm:layer_norm", "y"),
+        ]
+    )
+    for node in ("encoder.shared:linear", "encoder.shared:gelu"):
+        assert folded.nodes[node][g.MATMUL_FLOPS] == "6"  # 1 + 2 + 3
+        assert folded.nodes[node][g.PARAM_BYTES] == 60
+        assert folded.nodes[node][g.CALL] == 0
+    assert folded.nodes["norm:layer_norm"] == graph.nodes["norm:layer_norm"]
+    assert folded.graph == graph.graph
+    assert graph.number_of_nodes() == 9  # the graph given is not changed
+    assert folded.edges["x", "encoder.shared:linear"] == {g.SHAPE: ["batch", "seq", 8]}
+
+
+def test_calls_that_differ_or_a_graph_without_shared_layers_come_back_as_they_are() -> None:
+    differing = _shared_layer(2, last_call_ops=("linear",))
+    assert views.fold_calls(differing) is differing
+    unshared = _shared_layer(1)
+    unshared.graph[g.G_SHARED] = {}
+    assert views.fold_calls(unshared) is unshared
+    # A fold that would make a cycle (an op outside reads call 0 and feeds call 1) is not made.
+    cyclic = _shared_layer(2)
+    cyclic.add_node("side:add", **{g.KIND: g.OPERATOR, g.OP: "add", g.MODULE: "side", g.ORDER: 3})
+    cyclic.add_edge("encoder.shared:gelu", "side:add")
+    cyclic.add_edge("side:add", "encoder.shared:linear_1")
+    assert views.fold_calls(cyclic) is cyclic
