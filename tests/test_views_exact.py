@@ -823,10 +823,12 @@ def test_siblings_that_pass_data_through_their_parents_ops_do_not_fold() -> None
 
 
 def _shared_layer(
-    calls: int, ops: tuple[str, ...] = ("linear", "gelu"), last_call_ops: tuple[str, ...] = ()
+    calls: int, ops: tuple[str, ...] = ("attention:linear", "mlp:gelu"), last_call_ops: tuple[str, ...] = ()
 ) -> nx.DiGraph:
-    """``x → (linear → gelu) × calls → y`` in one module called ``calls`` times, each op costing its call's
-    index + 1 (so folded sums tell the calls apart), a norm outside reading every call's output."""
+    """``x → (attention linear → mlp gelu) × calls → y`` in a layer called ``calls`` times, each op costing
+    its call's index + 1 (so folded sums tell the calls apart), a norm outside reading every call's
+    output. Ops are numbered backwards (call 0's last), so their names do not sort in execution order;
+    call 0 carries no ``call``, as in a trace; each edge's shape ends in its call's index."""
     graph = nx.DiGraph(**{g.G_SHARED: {"encoder.shared": calls}})
     graph.add_node("x", **{g.KIND: g.INPUT, g.ORDER: 0})
     previous, order = "x", 1
@@ -834,18 +836,20 @@ def _shared_layer(
     for call in range(calls):
         names = last_call_ops if last_call_ops and call == calls - 1 else ops
         for name in names:
-            node = f"encoder.shared:{name}" + (f"_{call}" if call else "")
+            part, _, kind = name.partition(":")
+            node = f"encoder.shared.{part}:{kind}_{calls - call}"
             graph.add_node(
                 node,
-                **{g.KIND: g.OPERATOR, g.OP: name, g.MODULE: "encoder.shared", g.ORDER: order, g.CALL: call},
+                **{g.KIND: g.OPERATOR, g.OP: kind, g.MODULE: f"encoder.shared.{part}", g.ORDER: order},
+                **({g.CALL: call} if call else {}),
                 **{g.MATMUL_FLOPS: str(call + 1), g.PARAM_BYTES: 10 * (call + 1)},
             )
-            graph.add_edge(previous, node, **{g.SHAPE: ["batch", "seq", 8]})
+            graph.add_edge(previous, node, **{g.SHAPE: ["batch", "seq", call]})
             previous, order = node, order + 1
         outputs.append(previous)
     graph.add_node("norm:layer_norm", **{g.KIND: g.OPERATOR, g.OP: "layer_norm", g.MODULE: "norm", g.ORDER: order})
-    for output in outputs:
-        graph.add_edge(output, "norm:layer_norm", **{g.SHAPE: ["batch", "seq", 8]})
+    for call, output in enumerate(outputs):
+        graph.add_edge(output, "norm:layer_norm", **{g.SHAPE: ["batch", "seq", call]})
     graph.add_node("y", **{g.KIND: g.OUTPUT, g.ORDER: order + 1})
     graph.add_edge("norm:layer_norm", "y")
     return graph
@@ -854,34 +858,35 @@ def _shared_layer(
 def test_a_shared_layers_calls_fold_into_its_first_with_every_calls_cost() -> None:
     graph = _shared_layer(3)
     folded = views.fold_calls(graph)
-    assert list(folded) == ["x", "encoder.shared:linear", "encoder.shared:gelu", "norm:layer_norm", "y"]
+    linear, gelu = "encoder.shared.attention:linear_3", "encoder.shared.mlp:gelu_3"
+    assert list(folded) == ["x", linear, gelu, "norm:layer_norm", "y"]
     assert sorted(folded.edges) == sorted(
-        [
-            ("x", "encoder.shared:linear"),
-            ("encoder.shared:linear", "encoder.shared:gelu"),
-            ("encoder.shared:gelu", "norm:layer_norm"),  # kept once for the three calls
-            ("norm:layer_norm", "y"),
-        ]
+        [("x", linear), (linear, gelu), (gelu, "norm:layer_norm"), ("norm:layer_norm", "y")]
     )
-    for node in ("encoder.shared:linear", "encoder.shared:gelu"):
+    for node in (linear, gelu):
         assert folded.nodes[node][g.MATMUL_FLOPS] == "6"  # 1 + 2 + 3
         assert folded.nodes[node][g.PARAM_BYTES] == 60
-        assert folded.nodes[node][g.CALL] == 0
+        assert g.CALL not in folded.nodes[node]
+    # An edge standing for several keeps the first call's, in execution order.
+    assert folded.edges[gelu, "norm:layer_norm"] == {g.SHAPE: ["batch", "seq", 0]}
+    assert folded.edges["x", linear] == {g.SHAPE: ["batch", "seq", 0]}
     assert folded.nodes["norm:layer_norm"] == graph.nodes["norm:layer_norm"]
     assert folded.graph == graph.graph
     assert graph.number_of_nodes() == 9  # the graph given is not changed
-    assert folded.edges["x", "encoder.shared:linear"] == {g.SHAPE: ["batch", "seq", 8]}
 
 
 def test_calls_that_differ_or_a_graph_without_shared_layers_come_back_as_they_are() -> None:
-    differing = _shared_layer(2, last_call_ops=("linear",))
+    differing = _shared_layer(2, last_call_ops=("attention:linear", "attention:matmul", "mlp:gelu"))
     assert views.fold_calls(differing) is differing
+    # A part of the layer only a later call runs has no first call to fold into.
+    another_part = _shared_layer(2, last_call_ops=("attention:linear", "output:gelu"))
+    assert views.fold_calls(another_part) is another_part
     unshared = _shared_layer(1)
     unshared.graph[g.G_SHARED] = {}
     assert views.fold_calls(unshared) is unshared
     # A fold that would make a cycle (an op outside reads call 0 and feeds call 1) is not made.
     cyclic = _shared_layer(2)
     cyclic.add_node("side:add", **{g.KIND: g.OPERATOR, g.OP: "add", g.MODULE: "side", g.ORDER: 3})
-    cyclic.add_edge("encoder.shared:gelu", "side:add")
-    cyclic.add_edge("side:add", "encoder.shared:linear_1")
+    cyclic.add_edge("encoder.shared.mlp:gelu_2", "side:add")
+    cyclic.add_edge("side:add", "encoder.shared.attention:linear_1")
     assert views.fold_calls(cyclic) is cyclic
