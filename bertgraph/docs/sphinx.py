@@ -37,6 +37,7 @@ from bertgraph.docs.request import (
     EDGE_LABELS,
     FIGURES,
     FORMATS,
+    OPTIONS,
     SIZE_OPTIONS,
     THEMES,
     DiagramRequest,
@@ -148,9 +149,9 @@ class BertgraphDirective(SphinxDirective):
         return [figure]
 
 
-_REQUEST_OPTIONS = frozenset(
-    ("figure", "head", "depth", "format", "compare", "theme", "edge-labels", *SIZE_OPTIONS, "seq-len", "batch")
-)
+# The request's options but the model (the argument), the caption (the figure's) and unfold (a flag,
+# passed on as True): derived, so an option the request learns reaches the directive too.
+_REQUEST_OPTIONS = frozenset(OPTIONS) - {"model", "caption", "unfold"}
 
 # --- drawing, per builder --------------------------------------------------------------
 
