@@ -117,6 +117,22 @@ def test_the_key_material(tmp_path: Path) -> None:
         "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
     }
     assert list(material) == sorted(material)  # plain, sorted JSON data
+    assert list(material) == [
+        "attention",
+        "config",
+        "dtype",
+        "example",
+        "format",
+        "head",
+        "kind",
+        "name",
+        "pickle",
+        "versions",
+        "weights",
+    ]
+    assert (material["attention"], material["dtype"]) == (spec().attention, spec().dtype)
+    other = dataclasses.replace(spec(), attention="sdpa", dtype="bfloat16")
+    assert (cache.key_material(other)["attention"], cache.key_material(other)["dtype"]) == ("sdpa", "bfloat16")
     assert cache.key_material(spec(), "onnx")["kind"] == "onnx"
 
 
@@ -208,6 +224,21 @@ def test_an_entry_in_doubt_is_not_served(folder: Path, change: str) -> None:
     assert cache.load(spec()) is not None
     _rewrite(folder, REFUSED[change])
     assert cache.load(spec()) is None
+
+
+def test_an_entry_is_its_first_line_of_header_and_everything_after_it(folder: Path) -> None:
+    """The graph after the header may span lines (written by hand, or by a later version): the
+    digest covers all of it, so it is served as it stands."""
+    cache.store(spec(), bert_tiny())
+
+    def spread(header: dict[str, Any], body: bytes) -> tuple[dict[str, Any], bytes]:
+        body = json.dumps(json.loads(body), indent=1).encode()
+        assert body.count(b"\n") > 100
+        return dict(header, digest=hashlib.sha256(body).hexdigest()), body
+
+    _rewrite(folder, spread)
+    served = cache.load(spec())
+    assert served is not None and same(served, bert_tiny())
 
 
 @pytest.mark.parametrize("content", [b"", b"{}\n", b"not json\n{}", b"[" * 100_000 + b"\n", b'{"format": 3}'])
@@ -412,3 +443,20 @@ def test_old_temporaries_are_removed_and_nothing_else(tmp_path: Path, monkeypatc
     os.utime(tmp_path / stray.name, (now - 7200, now - 7200))
     assert cache.remove_old_temporaries(folder) == [stray]
     assert (tmp_path / stray.name).exists()
+
+
+def test_a_store_clears_abandoned_temporaries_of_the_cache_folder_and_not_of_the_working_directory(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Temporaries of a killed process (its pid is gone) and an earlier version's (over an hour old)
+    are removed by the next store, in the cache folder only."""
+    work = tmp_path / "work"
+    for place in (folder, work):
+        place.mkdir(parents=True)
+        (place / ".other.json.99999999.abcd1234.tmp").write_text("stale")  # pid 99999999 runs nowhere
+        (place / ".entry.abcd1234.tmp").write_text("old")
+        os.utime(place / ".entry.abcd1234.tmp", (1_000_000_000, 1_000_000_000))
+    monkeypatch.chdir(work)
+    cache.store(spec(), bert_tiny())
+    assert sorted(p.name for p in folder.iterdir()) == [cache.entry_path(spec()).name]
+    assert sorted(p.name for p in work.iterdir()) == [".entry.abcd1234.tmp", ".other.json.99999999.abcd1234.tmp"]
