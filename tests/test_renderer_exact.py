@@ -387,6 +387,14 @@ def test_the_table_is_every_parameter_and_the_summary_the_module_tree() -> None:
         assert draw.text(replace(two, format="summary", unfold=unfold)) == "\n".join(summary) + "\n"
 
 
+def test_a_table_traces_its_model_alone(fresh: Path) -> None:
+    """A compared head is drawn by diagrams only (parse refuses it with a table): never traced for text."""
+    traced: list[str] = []
+    draw = renderer.DiagramRenderer(None, on_trace=traced.append)
+    assert "word_embeddings" in draw.text(tiny(format="table", compare="masked-lm"))
+    assert traced == ["bert-tiny (base)"]
+
+
 def test_mermaid_text_and_its_notes() -> None:
     notes: list[str] = []
     draw = renderer.DiagramRenderer(None)

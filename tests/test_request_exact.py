@@ -105,6 +105,11 @@ def test_site_defaults_apply_and_options_override_them() -> None:
         ({"model": "bert-tiny", "head": "lm"}, "head must be one of base, sequence-classification,"),
         ({"model": "bert-tiny", "compare": "lm"}, "compare must be one of base,"),
         (
+            {"model": "bert-tiny", "compare": "masked-lm", "format": "table"},
+            "format table shows one model; drop the compare option (two heads side by side are drawn as svg,",
+        ),
+        ({"model": "bert-tiny", "compare": "base", "format": "summary"}, "format summary shows one model;"),
+        (
             {"model": "bert-tiny", "format": "png"},
             "format must be one of svg, mermaid, html, table, summary; got 'png'",
         ),
@@ -153,6 +158,13 @@ def test_compare_left_empty_compares_nothing() -> None:
         request = parse({"model": "bert-tiny", "compare": value})
         assert request.compare is None
         assert [spec.head for spec in request.specs()] == ["base"]
+        assert parse({"model": "bert-tiny", "compare": value, "format": "table"}).specs() == request.specs()
+
+
+@pytest.mark.parametrize("format", ["svg", "mermaid", "html"])
+def test_every_diagram_format_draws_a_compared_head(format: str) -> None:
+    request = parse({"model": "bert-tiny", "compare": "masked-lm"}, {"format": format})
+    assert [spec.head for spec in request.specs()] == ["base", "masked-lm"]
 
 
 def test_specs_carry_sizes_example_and_the_compared_head() -> None:

@@ -242,7 +242,7 @@ def _write_model(folder: Path, *files: str) -> None:
 EVERY_OPTION = (
     ":head: sequence-classification",
     ":depth: 0",
-    ":format: table",
+    ":format: mermaid",
     ":compare: token-classification",
     ":theme: light",
     ":edge-labels: none",
@@ -303,7 +303,7 @@ def test_the_request_holds_every_option_and_the_site_theme(directives_built: Bui
             "bert-tiny",
             head="sequence-classification",
             depth=0,
-            format="table",
+            format="mermaid",
             compare="token-classification",
             theme="light",
             edge_labels="none",

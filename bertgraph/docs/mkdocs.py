@@ -37,7 +37,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.plugins import BasePlugin
 
-from bertgraph.docs.request import FORMATS, THEMES, DiagramRequest, join_models, model_names, parse
+from bertgraph.docs.request import FORMATS, TEXT_FORMATS, THEMES, DiagramRequest, join_models, model_names, parse
 from bertgraph.errors import BertgraphError, first_line
 
 log = logging.getLogger("mkdocs.plugins.bertgraph")
@@ -133,7 +133,7 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
                 request = self._request(fence.body, folder)
             except BertgraphError:
                 continue
-            if request.format not in ("mermaid", "table", "summary"):
+            if request.format != "mermaid" and request.format not in TEXT_FORMATS:
                 requests.append(request)
         if requests:
             self._drawer(config).html_all(requests)
@@ -154,7 +154,7 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
         drawer = self._drawer(config)
         if request.format == "mermaid":
             return _code_fence(drawer.mermaid(request, warn=lambda note: log.info("bertgraph: %s", note)), "mermaid")
-        if request.format in ("table", "summary"):
+        if request.format in TEXT_FORMATS:
             return _code_fence(drawer.text(request), "text")
         # Markdown passes an HTML block through untouched until its first blank line.
         return "\n".join(line for line in drawer.html(request).split("\n") if line.strip())

@@ -279,7 +279,7 @@ class DiagramRenderer:
             from bertgraph.graph import stats
             from bertgraph.render import text
 
-            graph, _ = self._graphs(request)
+            graph = graph_of(request.spec(), self.on_trace)  # one model's table
             if request.format == "table":
                 lines = text.generate_params(stats.parameter_stats(graph))
             else:

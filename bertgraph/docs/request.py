@@ -15,6 +15,7 @@ from bertgraph.model import ModelSpec, resolve
 from bertgraph.model.families.record import HEAD_NAMES
 
 FORMATS = ("svg", "mermaid", "html", "table", "summary")
+TEXT_FORMATS = ("table", "summary")  # tables of one model, drawn as text
 # diagram: one model's diagram; schematic: the families schematic of the models named; masks: their attention masks
 FIGURES = ("diagram", "schematic", "masks")
 THEMES = ("auto", "light", "dark")
@@ -185,6 +186,12 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         batch=_whole("batch", values.get("batch", 1), 1),
         figure=figure,
     )
+    if request.compare and request.format in TEXT_FORMATS:
+        # A table is one model's: a compared head would be traced and never shown.
+        raise OptionError(
+            f"format {request.format} shows one model; drop the compare option"
+            " (two heads side by side are drawn as svg, mermaid or html)"
+        )
     request.specs()
     return request
 

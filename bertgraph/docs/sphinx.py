@@ -39,6 +39,7 @@ from bertgraph.docs.request import (
     FORMATS,
     OPTIONS,
     SIZE_OPTIONS,
+    TEXT_FORMATS,
     THEMES,
     DiagramRequest,
     join_models,
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 # Bumped when the node's content changes, so Sphinx rereads every document once.
 ENV_VERSION = 3
-TABLE_FORMATS = ("table", "summary")
 
 
 class bertgraph_diagram(nodes.General, nodes.Element):
@@ -225,7 +225,7 @@ def resolve_diagrams(app: Sphinx, doctree: nodes.document, docname: str) -> None
     for node in list(doctree.findall(bertgraph_diagram)):
         request = _request(node)
         try:
-            if request.format in TABLE_FORMATS:
+            if request.format in TEXT_FORMATS:
                 text = renderer(app).text(request)
                 block = nodes.literal_block(text, text, language="text", classes=["bertgraph-table"])
                 node.replace_self(block)
