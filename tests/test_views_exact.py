@@ -890,3 +890,20 @@ def test_calls_that_differ_or_a_graph_without_shared_layers_come_back_as_they_ar
     cyclic.add_edge("encoder.shared.mlp:gelu_2", "side:add")
     cyclic.add_edge("side:add", "encoder.shared.attention:linear_1")
     assert views.fold_calls(cyclic) is cyclic
+
+
+def test_a_fold_that_would_make_an_op_feed_one_that_ran_before_it_is_not_made() -> None:
+    """An op outside the layer runs between two calls, reads call 0's first op and feeds call 1's
+    second: folded, it would feed call 0's second op, which ran before it. The op graph stays
+    acyclic, but every view takes execution order for a topological order, so the calls stay apart
+    and each view of the graph is acyclic."""
+    graph = _shared_layer(2)
+    first, second = "encoder.shared.attention:linear_2", "encoder.shared.mlp:gelu_1"
+    graph.add_node("side:relu", **{g.KIND: g.OPERATOR, g.OP: "relu", g.MODULE: "side", g.ORDER: 3.5})
+    graph.add_edge(first, "side:relu")
+    graph.add_edge("side:relu", second)
+    for number, node in enumerate(sorted(graph, key=lambda n: graph.nodes[n][g.ORDER])):
+        graph.nodes[node][g.ORDER] = number  # whole numbers, as a trace has them
+    assert views.fold_calls(graph) is graph
+    for level in range(5):
+        assert nx.is_directed_acyclic_graph(views.view(graph, level))

@@ -234,7 +234,10 @@ def fold_calls(graph: nx.DiGraph) -> nx.DiGraph:
         a, b = counterpart.get(source, source), counterpart.get(target, target)
         if a != b and not result.has_edge(a, b):
             result.add_edge(a, b, **data)
-    return result if nx.is_directed_acyclic_graph(result) else graph
+    # Views take execution order for a topological order: a fold that would make an op outside the
+    # layer feed one that ran before it (it read call 0 and fed call 1) stays unfolded, like a cycle.
+    runs_forward = all(result.nodes[a].get(g.ORDER, 0) <= result.nodes[b].get(g.ORDER, 0) for a, b in result.edges)
+    return result if runs_forward and nx.is_directed_acyclic_graph(result) else graph
 
 
 def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
