@@ -357,7 +357,6 @@ def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], ke
     Execution order is a topological order, so groups that are runs of it cannot form a
     cycle; merging runs is checked, so the view of a DAG is a DAG.
     """
-    backbone = graph.graph.get(g.G_BACKBONE, "")
     assignment: dict[str, str] = {}
     ops: list[str] = []
     keys: dict[str, str] = {}
@@ -429,7 +428,7 @@ def merge_nodes(graph: nx.DiGraph, key: Callable[[str, dict[str, Any]], str], ke
         if data.get(g.KIND) in (g.INPUT, g.OUTPUT) or (keep_ids and members[group] == [node] and group == node):
             result.add_node(group, **data)
             continue
-        attrs = _group_attributes(graph, module_of[group], members[group], group in own_groups, backbone)
+        attrs = _group_attributes(graph, module_of[group], members[group], group in own_groups)
         result.add_node(group, **attrs)
 
     producers: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -537,7 +536,7 @@ def _edge_order(graph: nx.DiGraph, edge: tuple[str, str, dict[str, Any]]) -> tup
     return graph.nodes[source].get(g.ORDER, 0), graph.nodes[target].get(g.ORDER, 0), source, target
 
 
-def _group_attributes(graph: nx.DiGraph, group: str, nodes: list[str], own_ops: bool, backbone: str) -> dict[str, Any]:
+def _group_attributes(graph: nx.DiGraph, group: str, nodes: list[str], own_ops: bool) -> dict[str, Any]:
     """Attributes of the module node standing for ``nodes``."""
     first = graph.nodes[nodes[0]]
     is_module = group == "" or all(is_within(graph.nodes[n].get(g.MODULE, ""), group) for n in nodes)
