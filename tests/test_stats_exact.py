@@ -13,7 +13,7 @@ import pytest
 
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats
-from tests.graph_fixtures import bert_tiny, chain, interleaved_chain
+from tests.graph_fixtures import bert_tiny, chain, interleaved_chain, op
 
 EMBEDDINGS = 30522 * 128 + 512 * 128 + 2 * 128 + 2 * 128  # word, position, token type tables, LayerNorm
 LAYER = 4 * (128 * 128 + 128) + 2 * 256 + 128 * 512 + 512 + 512 * 128 + 128
@@ -463,3 +463,362 @@ def test_siblings_that_pass_data_through_their_parents_ops_are_rows_of_their_own
     assert [r["path"] for r in rows] == ["stack.layer.0", "stack.layer.1", "stack.layer.2"]
     folded = [r for r in stats.summary_rows(chain(list("AAA"))) if r["path"].startswith("stack.layer.")]
     assert [r["path"] for r in folded] == ["stack.layer.0"]
+
+
+# --- what runs: modules_used and the ``runs`` flag -------------------------------------------------
+
+
+def _reads_and_unread() -> nx.DiGraph:
+    """A traced toy whose modules are used in every way the tree tells apart.
+
+    The embeddings come in as an input, so the word table ``embed.word`` is only read by ``head``
+    (tied to it: a shared read under another path); ``encoder`` runs an op that reads
+    ``encoder.rel``'s table (read, not called, as DeBERTa's relative positions are);
+    ``encoder.act`` runs an op without parameters; ``vocoder`` runs a flip of its own while
+    ``vocoder.post`` holds parameters no op reads (used only in training, as VITS's post flows).
+    """
+    graph = g.new_graph(**{g.G_BACKBONE: "", g.G_MODEL_CLASS: "Toy", g.G_NAME: "toy", g.G_HEAD: "base"})
+    graph.add_node("x", **g.io_attributes(g.INPUT, ["batch", 4], "float32", 0))
+    graph.add_node(
+        "encoder:matmul",
+        **op("encoder", "matmul", 1, module_type="Encoder", params=6, param_names=["encoder.rel.weight"]),
+    )
+    graph.add_node("encoder.act:gelu", **op("encoder.act", "gelu", 2, module_type="GELU"))
+    graph.add_node("vocoder:flip", **op("vocoder", "flip", 3, module_type="Vocoder"))
+    graph.add_node("head:linear", **op("head", "linear", 4, shared_params=["embed.word.weight"]))
+    graph.add_node("y", **g.io_attributes(g.OUTPUT, ["batch", 4], "float32", 5))
+    nx.add_path(
+        graph,
+        ["x", "encoder:matmul", "encoder.act:gelu", "vocoder:flip", "head:linear", "y"],
+        **{g.SHAPE: ["batch", 4], g.DTYPE: "float32"},
+    )
+    graph.graph[g.G_MODULES] = {
+        "": {"type": "Toy"},
+        "embed": {"type": "Embeddings"},
+        "embed.word": {"type": "Embedding", "sizes": "3 → 4"},
+        "encoder": {"type": "Encoder"},
+        "encoder.rel": {"type": "Embedding", "sizes": "2 → 3"},
+        "encoder.act": {"type": "GELU"},
+        "vocoder": {"type": "Vocoder"},
+        "vocoder.post": {"type": "Linear", "sizes": "5 → 1"},
+        "head": {"type": "Linear", "sizes": "4 → 3"},
+    }
+    graph.graph[g.G_PARAMETERS] = [
+        {"name": "embed.word.weight", "shape": [3, 4], "numel": 12, "trainable": True, "module": "embed.word"},
+        {"name": "encoder.rel.weight", "shape": [2, 3], "numel": 6, "trainable": True, "module": "encoder.rel"},
+        {"name": "vocoder.post.weight", "shape": [5], "numel": 5, "trainable": True, "module": "vocoder.post"},
+    ]
+    return graph
+
+
+def test_modules_used_are_where_ops_run_and_whose_parameters_they_read() -> None:
+    """An op's module counts with its ancestors, and so does the module of every parameter it
+    reads or shares, by the parameter's full path (``embed.word``, not just ``embed``)."""
+    assert stats.modules_used(_reads_and_unread()) == {
+        "",
+        "embed",
+        "embed.word",
+        "encoder",
+        "encoder.rel",
+        "encoder.act",
+        "vocoder",
+        "head",
+    }
+    assert stats.modules_used(chain(list("AB"))) == {"", "stack", "stack.layer", "stack.layer.0", "stack.layer.1"}
+
+
+def test_a_module_whose_parameters_no_op_reads_does_not_run() -> None:
+    """Only ``vocoder.post`` is flagged: its parent runs an op, the read table and the tied one
+    run through their readers, and modules without parameters are never flagged."""
+    rows = stats.summary_rows(_reads_and_unread())
+    assert [(r["path"], r["name"], r["level"], r["params"], r["share"]) for r in rows] == [
+        ("", "Toy", 0, 23, 1.0),
+        ("embed", "embed", 1, 12, 12 / 23),
+        ("embed.word", "word", 2, 12, 12 / 23),
+        ("encoder", "encoder", 1, 6, 6 / 23),
+        ("encoder.rel", "rel", 2, 6, 6 / 23),
+        ("encoder.act", "act", 2, 0, 0.0),
+        ("vocoder", "vocoder", 1, 5, 5 / 23),
+        ("vocoder.post", "post", 2, 5, 5 / 23),
+        ("head", "head", 1, 0, 0.0),
+    ]
+    assert rows[7] == {
+        "path": "vocoder.post",
+        "name": "post",
+        "type": "Linear",
+        "sizes": "5 → 1",
+        "level": 2,
+        "depth": 2,
+        "params": 5,
+        "share": 5 / 23,
+        "shapes": [],
+        "in_fold": False,
+        "runs": False,
+    }
+    assert [r["path"] for r in rows if "runs" in r] == ["vocoder.post"]
+    assert rows[6]["shapes"] == [["batch", 4]] and "runs" not in rows[6]
+
+
+def test_a_graph_without_ops_says_nothing_of_what_runs() -> None:
+    """A module tree without a trace: ``modules_used`` is None and no row is flagged, though
+    every module there has parameters no op reads."""
+    graph = chain(list("AB"))
+    graph.remove_nodes_from(list(graph.nodes))
+    assert stats.modules_used(graph) is None
+    rows = stats.summary_rows(graph)
+    assert rows == [
+        {
+            "path": "",
+            "name": "Toy",
+            "type": "Toy",
+            "sizes": "",
+            "level": 0,
+            "depth": 0,
+            "params": 20,
+            "share": 1.0,
+            "shapes": [],
+            "in_fold": False,
+        },
+        {
+            "path": "stack",
+            "name": "stack",
+            "type": "Stack",
+            "sizes": "",
+            "level": 1,
+            "depth": 1,
+            "params": 20,
+            "share": 1.0,
+            "shapes": [],
+            "in_fold": False,
+        },
+        {
+            "path": "stack.layer",
+            "name": "layer",
+            "type": "ModuleList",
+            "sizes": "2",
+            "level": 2,
+            "depth": 2,
+            "params": 20,
+            "share": 1.0,
+            "shapes": [],
+            "in_fold": False,
+        },
+        {
+            "path": "stack.layer.0",
+            "name": "(0-1)",
+            "type": "Block",
+            "sizes": "",
+            "level": 3,
+            "depth": 2,
+            "params": 20,
+            "share": 1.0,
+            "shapes": [],
+            "in_fold": False,
+            "each": 10,
+            "repeat": 2,
+        },
+    ]
+    only_inputs = chain(list("A"))
+    only_inputs.remove_node("stack.layer.0:A")
+    assert stats.modules_used(only_inputs) is None  # inputs and outputs run nothing
+    assert stats.modules_used(g.new_graph()) is None
+
+
+# --- order and folding of siblings -------------------------------------------------------------
+
+
+def test_numbered_siblings_are_rows_in_index_order_whatever_order_the_table_lists_them() -> None:
+    """A graph read back from JSON has its module table sorted as text (``10`` before ``2``)."""
+    graph = chain([f"K{index}" for index in range(12)])  # every layer runs another op: nothing folds
+    graph.graph[g.G_MODULES] = dict(sorted(graph.graph[g.G_MODULES].items()))
+    assert list(graph.graph[g.G_MODULES])[3:6] == ["stack.layer.0", "stack.layer.1", "stack.layer.10"]
+    rows = stats.summary_rows(graph)
+    assert [(r["path"], r["name"]) for r in rows] == [
+        ("", "Toy"),
+        ("stack", "stack"),
+        ("stack.layer", "layer"),
+        *[(f"stack.layer.{index}", f"({index})") for index in range(12)],
+    ]
+
+
+def _sequential() -> nx.DiGraph:
+    """A model whose own children are numbered (an ``nn.Sequential``): ``x → 0 → 1 → y``, the
+    table listing ``1`` before ``0``."""
+    graph = g.new_graph(**{g.G_BACKBONE: "", g.G_MODEL_CLASS: "Sequential", g.G_NAME: "seq", g.G_HEAD: "base"})
+    graph.add_node("x", **g.io_attributes(g.INPUT, ["batch", 4], "float32", 0))
+    graph.add_node("0:linear", **op("0", "linear", 1, params=20, param_names=["0.weight"]))
+    graph.add_node("1:relu", **op("1", "relu", 2, module_type="ReLU"))
+    graph.add_node("y", **g.io_attributes(g.OUTPUT, ["batch", 4], "float32", 3))
+    for source, target in [("x", "0:linear"), ("0:linear", "1:relu"), ("1:relu", "y")]:
+        graph.add_edge(source, target, **{g.SHAPE: ["batch", 4], g.DTYPE: "float32"})
+    graph.graph[g.G_MODULES] = {"": {"type": "Sequential"}, "1": {"type": "ReLU"}, "0": {"type": "Linear"}}
+    graph.graph[g.G_PARAMETERS] = [{"name": "0.weight", "shape": [4, 5], "numel": 20, "trainable": True, "module": "0"}]
+    return graph
+
+
+def test_a_models_own_numbered_children_are_rows_in_index_order() -> None:
+    rows = stats.summary_rows(_sequential())
+    assert [(r["path"], r["name"], r["type"], r["level"], r["params"]) for r in rows] == [
+        ("", "Sequential", "Sequential", 0, 20),
+        ("0", "0", "Linear", 1, 20),
+        ("1", "1", "ReLU", 1, 0),
+    ]
+
+
+def _towers(image_shape: list[int | str]) -> nx.DiGraph:
+    """A ModuleDict of two Linear towers of equal type, sizes and parameters; ``towers.image``'s
+    output has ``image_shape``, ``towers.text``'s ``[batch, 4]``."""
+    graph = g.new_graph(**{g.G_BACKBONE: "", g.G_MODEL_CLASS: "Toy", g.G_NAME: "toy", g.G_HEAD: "base"})
+    parameters = []
+    for order, (name, shape) in enumerate([("text", ["batch", 4]), ("image", image_shape)]):
+        module = f"towers.{name}"
+        graph.add_node(f"in_{name}", **g.io_attributes(g.INPUT, shape, "float32", order))
+        graph.add_node(
+            f"{module}:linear",
+            **op(module, "linear", 2 + order, shape=shape, params=20, param_names=[f"{module}.weight"]),
+        )
+        graph.add_node(f"out_{name}", **g.io_attributes(g.OUTPUT, shape, "float32", 4 + order))
+        graph.add_edge(f"in_{name}", f"{module}:linear", **{g.SHAPE: shape, g.DTYPE: "float32"})
+        graph.add_edge(f"{module}:linear", f"out_{name}", **{g.SHAPE: shape, g.DTYPE: "float32"})
+        parameters.append(
+            {"name": f"{module}.weight", "shape": [4, 5], "numel": 20, "trainable": True, "module": module}
+        )
+    graph.graph[g.G_MODULES] = {
+        "": {"type": "Toy"},
+        "towers": {"type": "ModuleDict"},
+        "towers.text": {"type": "Linear", "sizes": "4 → 4"},
+        "towers.image": {"type": "Linear", "sizes": "4 → 4"},
+    }
+    graph.graph[g.G_PARAMETERS] = parameters
+    return graph
+
+
+def test_dictionary_members_fold_only_when_their_output_shapes_agree() -> None:
+    """A ModuleDict's members have no numbered content digest: their output shapes are what tells
+    two towers of one type and size apart."""
+    rows = stats.summary_rows(_towers(["batch", "seq", 4]))
+    assert [(r["path"], r["name"], r["params"], r.get("repeat"), r["shapes"]) for r in rows[2:]] == [
+        ("towers.text", "(text)", 20, None, [["batch", 4]]),
+        ("towers.image", "(image)", 20, None, [["batch", "seq", 4]]),
+    ]
+    rows = stats.summary_rows(_towers(["batch", 4]))
+    assert [(r["path"], r["name"], r["params"], r.get("repeat"), r["shapes"]) for r in rows[2:]] == [
+        ("towers.text", "(text-image)", 40, 2, [["batch", 4]]),
+    ]
+
+
+# --- output shapes -----------------------------------------------------------------------------
+
+
+def test_an_input_handed_straight_to_an_output_leaves_no_module() -> None:
+    """A mask the model returns untouched is not an output of the model's tree; ops of one
+    execution order are listed by name."""
+    graph = chain(list("A"))
+    graph.add_node("mask", **g.io_attributes(g.INPUT, ["batch", "seq"], "int64", 0))
+    graph.add_node("mask_out", **g.io_attributes(g.OUTPUT, ["batch", "seq"], "int64", 3))
+    graph.add_edge("mask", "mask_out", **{g.SHAPE: ["batch", "seq"], g.DTYPE: "int64"})
+    graph.add_node("stack.layer.0:B", **op("stack.layer.0", "B", 1, shape=[2]))  # same order as :A
+    graph.add_node("b_out", **g.io_attributes(g.OUTPUT, [2], "float32", 4))
+    graph.add_edge("x", "stack.layer.0:B", **{g.SHAPE: ["batch", 4], g.DTYPE: "float32"})
+    graph.add_edge("stack.layer.0:B", "b_out", **{g.SHAPE: [2], g.DTYPE: "float32"})
+    shapes = [["batch", 4], [2]]  # :A before :B, their order a tie
+    assert stats.output_shapes(graph) == {
+        "": shapes,
+        "stack": shapes,
+        "stack.layer": shapes,
+        "stack.layer.0": shapes,
+    }
+
+
+# --- the summary object ------------------------------------------------------------------------
+
+
+def _mixture() -> nx.DiGraph:
+    """One block of 4 fused routed experts, 2 per token: an embedding (80), a router (32) and
+    experts gate_up [4, 16, 8] (512) and down [4, 8, 8] (256): 880 in all, 768 routed, so a token
+    runs 880 − 768 + 768·2/4 = 496. Its roles were inferred from the module tree."""
+    graph = g.new_graph(
+        **{
+            g.G_BACKBONE: "",
+            g.G_MODEL_CLASS: "ToyMoE",
+            g.G_NAME: "toy-moe",
+            g.G_HEAD: "base",
+            g.G_CONFIG: {"hidden": 8, "experts": 4, "experts_per_token": 2},
+            g.G_EXAMPLE: {"batch": 1, "seq": 8},
+            g.G_ROLES_FROM: "module tree",
+        }
+    )
+    graph.graph[g.G_MODULES] = {
+        "": {"type": "ToyMoE"},
+        "embed": {"type": "Embedding"},
+        "mlp": {"type": "SparseMoe"},
+        "mlp.gate": {"type": "Linear"},
+        "mlp.experts": {"type": "ToyExperts"},
+    }
+    graph.graph[g.G_PARAMETERS] = [
+        {"name": name, "module": module, "shape": shape, "numel": numel, "trainable": True}
+        for name, module, shape, numel in [
+            ("embed.weight", "embed", [10, 8], 80),
+            ("mlp.gate.weight", "mlp.gate", [4, 8], 32),
+            ("mlp.experts.gate_up_proj", "mlp.experts", [4, 16, 8], 512),
+            ("mlp.experts.down_proj", "mlp.experts", [4, 8, 8], 256),
+        ]
+    ]
+    return graph
+
+
+def test_a_mixture_of_experts_states_its_active_parameters_and_experts() -> None:
+    graph = _mixture()
+    table = stats.parameter_stats(graph)
+    assert {k: v for k, v in table.items() if k != "parameters"} == {
+        "model": "toy-moe",
+        "head": "base",
+        "model_class": "ToyMoE",
+        "total": 880,
+        "trainable": 880,
+        "active": 496,
+        "experts": 4,
+        "experts_per_token": 2,
+        "groups": {"embed": 80, "mlp": 800},
+    }
+    result = stats.summary(graph)
+    assert {k: v for k, v in result.items() if k not in ("rows", "architecture")} == {
+        "model": "toy-moe",
+        "head": "base",
+        "model_class": "ToyMoE",
+        "total": 880,
+        "trainable": 880,
+        "active": 496,
+        "experts": 4,
+        "experts_per_token": 2,
+        "roles_inferred": True,
+        "example": {"batch": 1, "seq": 8},
+    }
+    assert list(result)[5:9] == ["active", "experts", "experts_per_token", "roles_inferred"]
+    assert [(r["path"], r["params"]) for r in result["rows"]] == [
+        ("", 880),
+        ("embed", 80),
+        ("mlp", 800),
+        ("mlp.gate", 32),
+        ("mlp.experts", 768),
+    ]
+
+
+def test_a_dense_model_with_recorded_roles_has_no_expert_or_inferred_keys() -> None:
+    graph = chain(list("AB"))
+    graph.graph[g.G_EXAMPLE] = {"batch": 2, "seq": 16}
+    result = stats.summary(graph)
+    assert list(result) == ["model", "head", "model_class", "total", "trainable", "example", "rows", "architecture"]
+    assert (result["total"], result["trainable"], result["example"]) == (20, 20, {"batch": 2, "seq": 16})
+    assert result["example"] is not graph.graph[g.G_EXAMPLE]  # a copy: the caller may change it
+    assert list(stats.parameter_stats(graph)) == [
+        "model",
+        "head",
+        "model_class",
+        "total",
+        "trainable",
+        "groups",
+        "parameters",
+    ]
+    graph.graph[g.G_CONFIG] = {"experts": 4, "experts_per_token": 2}  # a config, but no expert parameters
+    assert "active" not in stats.summary(graph)
