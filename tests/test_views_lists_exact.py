@@ -39,7 +39,7 @@ def deadline(seconds: float) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _each_test_ends() -> Iterator[None]:
-    """Each test here takes well under a second; one that loops forever fails after five."""
+    """Each test here takes well under a second; one that loops forever fails after thirty seconds."""
     with deadline(30.0):
         yield
 
