@@ -907,3 +907,13 @@ def test_a_fold_that_would_make_an_op_feed_one_that_ran_before_it_is_not_made() 
     assert views.fold_calls(graph) is graph
     for level in range(5):
         assert nx.is_directed_acyclic_graph(views.view(graph, level))
+
+
+def test_ops_that_share_a_place_in_execution_order_do_not_stop_a_fold() -> None:
+    """Only an edge that runs backwards keeps the calls apart; one between ops recorded at the same
+    place (an input and the op reading it, both at 1) runs no way back."""
+    graph = _shared_layer(2)
+    graph.nodes["x"][g.ORDER] = 1
+    folded = views.fold_calls(graph)
+    linear, gelu = "encoder.shared.attention:linear_2", "encoder.shared.mlp:gelu_2"
+    assert sorted(folded) == sorted(["x", linear, gelu, "norm:layer_norm", "y"])

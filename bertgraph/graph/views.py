@@ -236,7 +236,7 @@ def fold_calls(graph: nx.DiGraph) -> nx.DiGraph:
             result.add_edge(a, b, **data)
     # Views take execution order for a topological order: a fold that would make an op outside the
     # layer feed one that ran before it (it read call 0 and fed call 1) stays unfolded, like a cycle.
-    runs_forward = all(result.nodes[a].get(g.ORDER, 0) <= result.nodes[b].get(g.ORDER, 0) for a, b in result.edges)
+    runs_forward = all(result.nodes[a][g.ORDER] <= result.nodes[b][g.ORDER] for a, b in result.edges)
     return result if runs_forward and nx.is_directed_acyclic_graph(result) else graph
 
 
