@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +34,24 @@ def run(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, check=False)
 
 
-@pytest.mark.parametrize("command", [["summary"], ["params"], ["render", "--format", "dot"]])
-def test_warm_commands_import_neither_torch_nor_transformers(tmp_path: Path, command: list[str]) -> None:
-    folder = tmp_path / "cache"
-    out = ["-o", str(tmp_path / "x.dot")] if command[0] == "render" else []
-    argv = [command[0], "bert-tiny", "--head", "masked-lm", *command[1:], *out]
+@pytest.fixture(scope="module")
+def cold_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache a cold ``summary`` filled (it imported torch to trace); each test warms a copy of it."""
+    folder = tmp_path_factory.mktemp("cold") / "cache"
     cold = run(folder, "summary", "bert-tiny", "--head", "masked-lm")
     assert cold.returncode == 0 and "imported torch" in cold.stdout
+    return folder
+
+
+@pytest.mark.xdist_group("cold-cache")  # one worker fills the cache once
+@pytest.mark.parametrize("command", [["summary"], ["params"], ["render", "--format", "dot"]])
+def test_warm_commands_import_neither_torch_nor_transformers(
+    cold_cache: Path, tmp_path: Path, command: list[str]
+) -> None:
+    folder = tmp_path / "cache"
+    shutil.copytree(cold_cache, folder)
+    out = ["-o", str(tmp_path / "x.dot")] if command[0] == "render" else []
+    argv = [command[0], "bert-tiny", "--head", "masked-lm", *command[1:], *out]
     warm = run(folder, *argv)
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.strip().endswith("no torch False")

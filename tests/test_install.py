@@ -47,6 +47,26 @@ def test_every_dependency_is_pinned_in_constraints() -> None:
     assert pins["torch"] == "2.13.0"
 
 
+def _base_closure() -> list[str]:
+    """The distributions ``pip install bertgraph`` (no extras) pulls in: pyproject.toml's base
+    requirements and, transitively, theirs, as installed in this environment."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    base = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    wanted = [Requirement(r) for r in base]
+    found: dict[str, str] = {}
+    while wanted:
+        requirement = wanted.pop()
+        name = _name(requirement.name)
+        if name in found or (requirement.marker is not None and not requirement.marker.evaluate({"extra": ""})):
+            continue
+        found[name] = requirement.name
+        wanted += [Requirement(r) for r in importlib.metadata.distribution(requirement.name).requires or []]
+    return sorted(found.values())
+
+
 def _link_distribution(name: str, env_dir: Path) -> None:
     """The installed files of distribution ``name`` (its RECORD, dist-info included), hard-linked into
     ``env_dir``'s site-packages (copied where the two are on different file systems)."""
@@ -77,10 +97,11 @@ def test_base_install_exports_and_verifies_onnx(tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    # torch first, as `make` does: its CPU build, pinned. The files of the wheel this run uses are
-    # linked in (what pip would unpack from its cache, in seconds rather than a minute); pip still
-    # checks the pin and installs torch's own requirements with everything else.
-    _link_distribution("torch", env_dir)
+    # What the base requirements need, as this run has them installed, is linked in (what pip would
+    # unpack from its cache, in seconds rather than a minute); pip still resolves every requirement
+    # against the pins, and a requirement pyproject.toml forgot is not linked, so the export fails.
+    for name in _base_closure():
+        _link_distribution(name, env_dir)
     install = [str(python), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt")]
     done = subprocess.run([*install, "torch==2.13.0", str(source)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

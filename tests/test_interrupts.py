@@ -21,9 +21,9 @@ import pytest
 
 from bertgraph.files import remove_stale, staging_folder, write_atomic
 
-# bert-tiny with a 600,000-token vocabulary: 310 MB of weights, so writing and verifying
+# bert-tiny with a 200,000-token vocabulary: 100 MB of weights, so writing and verifying
 # take long enough to be interrupted, while the export (two small layers) stays quick.
-BIG_TINY = ["bert-tiny", "--vocab", "600000"]
+BIG_TINY = ["bert-tiny", "--vocab", "200000"]
 GOOD = b"the user's file\n"
 
 
