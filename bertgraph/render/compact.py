@@ -3,7 +3,7 @@
 Measured on every preset (benchmarks/readability.py), width went to things a reader does not
 need beside the flow: inputs in columns of their own, attention-mask nodes in side columns
 (BART has three), sibling embedding tables side by side. :func:`compact` rewrites the plain
-records of a :class:`~bertgraph.render.diagram.Diagram` — so DOT and Mermaid stay alike — and
+records of a :class:`~bertgraph.render.records.Diagram` — so DOT and Mermaid stay alike — and
 keeps every truth the drawing invariants check: no edge is invented that the data does not
 carry (a mask's inputs go to what the mask fed), so an acyclic drawing stays acyclic.
 """
@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
-from bertgraph.render.diagram import Diagram, Edge, Node
+from bertgraph.render.records import Diagram, Edge, Node
 
 # "Embedding 30522 × 768" → "30522 × 768": the table's size, without the class a reader does not need.
 _TABLE_SIZE = re.compile(r"(\d[\d,]* × \d[\d,]*)$")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
@@ -19,95 +19,15 @@ import networkx as nx
 from bertgraph.graph import moe, roles, stats
 from bertgraph.graph import schema as g
 from bertgraph.graph.views import LAYOUT_OPS, OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
+from bertgraph.render import compact as compacting
 from bertgraph.render import figures, style
+from bertgraph.render.caption import caption_lines
+from bertgraph.render.records import Cluster, Diagram, Edge, Node
 from bertgraph.render.style import KIND_NAMES, is_mask_computation, node_kind
 
 BACKBONE = "backbone"
 HEAD = "head"
 _FOLDED = roles.FOLDED
-
-
-@dataclass(frozen=True)
-class Node:
-    id: str
-    title: str
-    lines: tuple[str, ...]
-    tooltip: str
-    kind: str
-    shape: str  # "module", "op" or "io"
-    highlight: bool = False
-    heat: int | None = None  # the bin of the annotated figure's share (annotated diagrams only)
-
-
-@dataclass(frozen=True)
-class Edge:
-    source: str
-    target: str
-    label: str
-    style: str = "data"  # "data", "residual", "mask" or "cross" (the encoder's output into the decoder)
-    shape: str = ""  # the shape it carries, whether or not ``label`` shows it
-
-
-@dataclass(frozen=True)
-class Cluster:
-    id: str
-    title: str
-    parent: str | None
-    role: str  # "backbone", "head", "module" or "variant"
-    highlight: bool = False
-
-
-@dataclass
-class Diagram:
-    title: str
-    subtitle: str
-    nodes: list[Node] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    clusters: list[Cluster] = field(default_factory=list)
-    membership: dict[str, str | None] = field(default_factory=dict)  # node id → innermost cluster id
-    same_rank: list[tuple[str, ...]] = field(default_factory=list)
-    left_of: list[tuple[str, str]] = field(default_factory=list)  # (a, b): a is drawn left of b, on its rank
-    kinds: list[str] = field(default_factory=list)
-    compare: bool = False
-    scale: str | None = None  # the heat legend's title (annotated diagrams only)
-    kind_names: dict[str, str] = field(default_factory=dict)  # legend names that differ from KIND_NAMES
-    caption: list[str] = field(default_factory=list)  # the facts under the title (layers, hidden size, heads, …)
-    bottom: list[str] = field(default_factory=list)  # nodes drawn on the last rank (the model's outputs)
-    below: list[tuple[str, str]] = field(default_factory=list)  # (a, b): b drawn on a rank below a's, no edge drawn
-
-    def kind_name(self, kind: str) -> str:
-        """The legend's name of a kind (a decoder's layers are decoder layers)."""
-        return self.kind_names.get(kind, KIND_NAMES[kind])
-
-    def add_variant(self, prefix: str, title: str, part: Diagram) -> None:
-        """Draw ``part`` (built with ids starting ``prefix``) beside the rest, in a box titled ``title``."""
-        self.clusters.append(Cluster(f"{prefix}variant", title, None, "variant"))
-        self.nodes += part.nodes
-        self.edges += part.edges
-        self.clusters += part.clusters
-        self.membership.update(part.membership)
-        self.same_rank += part.same_rank
-        self.left_of += part.left_of
-        self.bottom += part.bottom
-        self.below += part.below
-
-    @property
-    def cross(self) -> bool:
-        """Whether edges carry an encoder's output into a decoder's cross-attention."""
-        return any(edge.style == "cross" for edge in self.edges)
-
-    def nodes_by_cluster(self) -> dict[str | None, list[Node]]:
-        """Nodes grouped by the innermost cluster they sit in (``None``: outside every cluster)."""
-        grouped: dict[str | None, list[Node]] = defaultdict(list)
-        for node in self.nodes:
-            grouped[self.membership.get(node.id)].append(node)
-        return grouped
-
-    def clusters_by_parent(self) -> dict[str | None, list[Cluster]]:
-        grouped: dict[str | None, list[Cluster]] = defaultdict(list)
-        for cluster in self.clusters:
-            grouped[cluster.parent].append(cluster)
-        return grouped
 
 
 lookup_path = roles.lookup_path
@@ -745,13 +665,9 @@ def build_diagram(
         diagram.same_rank.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
         diagram.left_of.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
     if compact and depth > 0:
-        from bertgraph.render.compact import compact as make_compact  # it builds on this module's records
-
-        make_compact(diagram, depth)
+        compacting.compact(diagram, depth)
     _relabel(diagram, edge_labels)  # "changes" is judged on the edges drawn, which compacting rewired
     if not prefix:
-        from bertgraph.render.caption import caption_lines
-
         diagram.caption = caption_lines(graph, total)
     present = {node.kind for node in diagram.nodes if node.heat is None}
     diagram.kinds = [kind for kind in KIND_NAMES if kind in present]
