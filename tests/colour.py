@@ -71,3 +71,32 @@ def delta_e_lab(first: tuple[float, float, float], second: tuple[float, float, f
         * math.sin(math.radians(60 * math.exp(-(((h_mean - 275) / 25) ** 2))))
     )
     return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dh_big / sh) ** 2 + rt * (dc / sc) * (dh_big / sh))
+
+
+# --- WCAG 2 contrast ------------------------------------------------------------------------
+
+NAMED = {"white": "#ffffff", "black": "#000000"}
+
+
+def hex_of(colour: str) -> str:
+    """``#rrggbb`` of a Graphviz colour (a name it writes, ``#rrggbb`` or ``#rrggbbaa``)."""
+    colour = NAMED.get(colour.lower(), colour.lower())
+    return colour[:7]
+
+
+def luminance(colour: str) -> float:
+    """WCAG 2 relative luminance of an sRGB colour."""
+    value = hex_of(colour)
+    rgb = [int(value[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(text: str, background: str) -> float:
+    """WCAG 2 contrast ratio of two colours, 1 to 21 (AA asks 4.5 of normal text).
+
+    >>> round(contrast("#000000", "white"), 1), round(contrast("#57606a", "#b6939b"), 1)
+    (21.0, 2.3)
+    """
+    light, dark = sorted((luminance(text), luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)

@@ -25,7 +25,14 @@ from bertgraph.render import style, text
 from bertgraph.render.diagram import Diagram, build_diagram
 from tests.colour import delta_e
 from tests.family_configs import TINY
-from tests.layout import Layout, cycles, fold_mismatches, lay_out, summary_folds, upward_edges
+from tests.layout import (
+    Layout,
+    cycles,
+    fold_mismatches,
+    lay_out,
+    summary_folds,
+    upward_edges,
+)
 
 TinyGraph = Callable[[str, str], tuple[ModelSpec, nx.DiGraph]]
 DEPTHS = (0, 1, 2, 3, 4)
@@ -69,9 +76,8 @@ def check_colours_and_titles(graph: nx.DiGraph, diagram: Diagram, depth: int, ro
     """Every fill a legend entry; attention colours only on attention; role titles at depth ≤ 2
     (``role_titles``: a model without a record titles a module's own ops by what they are)."""
     for theme in ("light", "dark"):
-        kinds = style.theme(theme)["kinds"]
-        legend = {kinds[kind].fill for kind in diagram.kinds}
-        assert {kinds[node.kind].fill for node in diagram.nodes if node.heat is None} <= legend
+        legend = {style.look(kind, theme).fill for kind in diagram.kinds}
+        assert {style.look(node.kind, theme).fill for node in diagram.nodes if node.heat is None} <= legend
     shown = views.view(graph, depth)
     for node in diagram.nodes:
         says_attention = any(line.endswith(" attention") for line in node.lines)
@@ -100,10 +106,46 @@ def is_attention(graph: nx.DiGraph, data: dict[str, object]) -> bool:
     )
 
 
+# Ops of a dropout, a module's or a functional one's.
+DROPOUT = {"dropout", "native_dropout", "feature_dropout", "alpha_dropout"}
+# Graphviz's drawing of each shape of style.Look.
+DRAWN_SHAPES = {
+    "box": ("box", "rounded,filled"),
+    "ellipse": ("ellipse", "filled"),
+    "io": ("box", "rounded,filled,dashed"),
+}
+
+
+def check_looks(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Layout) -> None:
+    """One role, one look, read off what Graphviz drew: each node as its kind's look in the style
+    table; a dropout and position ids as the parameter-free steps they are, whatever module holds them;
+    edges from an attention mask dotted, from the encoder into cross-attention bold in its colour."""
+    shown = views.view(graph, depth)
+    for node in diagram.nodes:
+        drawn = layout.shapes[node.id]
+        look = style.look(node.kind)
+        assert (drawn.shape, drawn.style, drawn.fill) == (*DRAWN_SHAPES[look.shape], look.fill) or node.highlight, (
+            node.id,
+            drawn,
+        )
+        ops = (set(shown.nodes[node.id].get(g.OPS, [])) | {shown.nodes[node.id].get(g.OP, "")}) - {""}
+        if (node.shape != "io" and ops and ops <= DROPOUT) or node.title == "position ids":
+            assert node.kind == "other", (node.id, node.title, node.kind)
+    masks = {str(d[g.PADDING_MASK]) for _, d in graph.nodes(data=True) if d.get(g.PADDING_MASK)}
+    by_id = {node.id: node for node in diagram.nodes}
+    for line in layout.lines:
+        if line.tail in masks or by_id[line.tail].kind == "mask":
+            assert (line.style, line.drawn) == ("mask", "dotted"), line
+        if line.style == "cross":
+            assert (line.drawn, line.colour) == ("bold", style.edge_look("cross").stroke), line
+
+
 def check(graph: nx.DiGraph, depth: int, role_titles: bool = True) -> None:
     diagram = build_diagram(graph, depth)
-    check_structure(graph, diagram, depth, lay_out(diagram))
+    layout = lay_out(diagram)
+    check_structure(graph, diagram, depth, layout)
     check_colours_and_titles(graph, diagram, depth, role_titles)
+    check_looks(graph, diagram, depth, layout)
 
 
 @pytest.mark.parametrize("model_type", sorted(TINY))
@@ -198,13 +240,13 @@ def test_a_shared_layer_is_drawn_once_at_every_depth(tiny_graph: TinyGraph) -> N
 MIN_DELTA_E = 10.0
 
 
-@pytest.mark.parametrize("theme", sorted(style.THEMES))
+@pytest.mark.parametrize("theme", sorted(style.LOOKS))
 def test_legend_fills_are_pairwise_distinguishable(theme: str) -> None:
-    kinds = style.theme(theme)["kinds"]
+    fills = {kind: style.look(kind, theme).fill for kind in style.KIND_NAMES}
     close = [
-        (a, b, round(delta_e(kinds[a].fill, kinds[b].fill), 1))
+        (a, b, round(delta_e(fills[a], fills[b]), 1))
         for a, b in itertools.combinations(style.KIND_NAMES, 2)
-        if delta_e(kinds[a].fill, kinds[b].fill) < MIN_DELTA_E
+        if delta_e(fills[a], fills[b]) < MIN_DELTA_E
     ]
     assert close == []
 

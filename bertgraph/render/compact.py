@@ -14,7 +14,10 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
+from bertgraph.graph import roles
 from bertgraph.render.records import Diagram, Edge, Node
+
+_ATTENTION_ROLES = (roles.SELF_ATTENTION, roles.CROSS_ATTENTION)
 
 # "Embedding 30522 × 768" → "30522 × 768": the table's size, without the class a reader does not need.
 _TABLE_SIZE = re.compile(r"(\d[\d,]* × \d[\d,]*)$")
@@ -62,7 +65,7 @@ def _is_side_input(node: Node, readers: list[Node]) -> bool:
 
     Both feed every layer: as nodes they send long edges down a column of their own.
     """
-    if node.shape == "io" or not readers or node.kind.startswith("attention"):
+    if node.shape == "io" or not readers or node.kind.startswith("attention") or node.role in _ATTENTION_ROLES:
         # Attention's own steps are not side inputs, even when several nodes read them: T5's first
         # cross-attention hands its masked position bias to the folded layers, DeBERTa's position
         # dropout feeds the query and key projections of positions (a step of that path).
@@ -98,9 +101,13 @@ def _absorb(diagram: Diagram, side: Node, targets: list[str]) -> None:
         if line not in node.lines:
             tooltip = f"{node.tooltip}\nreads {side.title} ({side.tooltip})"
             _replace_node(diagram, replace(node, lines=(*node.lines, line), tooltip=tooltip))
-    # Dotted, as mask edges are, only when a mask was absorbed: a rotary table's input is data.
-    style = "mask" if side.kind == "mask" else "data"
-    rerouted = [Edge(s, t, carried[s], style, carried[s]) for s in sources for t in targets]
+    # Dotted, as mask edges are, when a mask was absorbed or the edge carried one: a rotary table's input is data.
+    masked = {e.source for e in diagram.edges if e.target == side.id and e.style == "mask"}
+    rerouted = [
+        Edge(s, t, carried[s], "mask" if side.kind == "mask" or s in masked else "data", carried[s])
+        for s in sources
+        for t in targets
+    ]
     _remove_node(diagram, side.id, rerouted, targets[0] if targets else None)
 
 

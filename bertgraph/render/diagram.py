@@ -246,6 +246,13 @@ class _Labeller:
         return bool(ops) and ops <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id)
 
     def node(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
+        """The node drawn for view node ``node_id``, with its module's role."""
+        node = self._describe(node_id, data, residual_target)
+        if data.get(g.KIND) in (g.INPUT, g.OUTPUT):
+            return node
+        return replace(node, role=roles.role_of(self.graph, data.get(g.MODULE, "")))
+
+    def _describe(self, node_id: str, data: dict[str, Any], residual_target: bool) -> Node:
         module = data.get(g.MODULE, "")
         role = roles.role_of(self.graph, module)
         computes = data.get(g.KIND) == g.OPERATOR or bool(data.get(g.OWN_OPS))
@@ -289,7 +296,7 @@ class _Labeller:
             if data.get(g.OP) == "select" and self.family != "bert":
                 title = "select"  # BERT's pooler picks [CLS]; elsewhere a select is only a select
             if data.get(g.OP) == "slice" and role in (roles.EMBEDDINGS, roles.POSITION):
-                title = "position ids"
+                title, kind = "position ids", "other"
             if residual_target and data.get(g.OP) == "add":
                 title = "add (residual)"
             elif self.is_sum_of_embeddings(node_id, data):
@@ -312,6 +319,8 @@ class _Labeller:
                 title = "add (residual)"
             if title == "attention mask" or kind == "mask":
                 kind = "mask" if title == "attention mask" else "other"  # the colour says what the title says
+            if title == "position ids":
+                kind = "other"  # an index computation, in the embeddings (BERT) or the model (LLaMA) alike
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
             lines += [attention] if attention else []
             tooltip = (
@@ -529,6 +538,18 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
 
 
+def _mask_sources(graph: nx.DiGraph, shown: nx.DiGraph, nodes: list[Node], prefix: str) -> set[str]:
+    """The view nodes whose edges carry an attention mask: the inputs the facts pass found masking
+    attention (``attention_mask``) and the nodes that compute a mask (a boolean edge is one too).
+
+    Their edges are mask lines at every depth: T5's ``attention_mask`` ran solid into the encoder at
+    depth 1, where no boolean is drawn, and dotted at depth 2.
+    """
+    inputs = {str(d[g.PADDING_MASK]) for _, d in graph.nodes(data=True) if d.get(g.PADDING_MASK)}
+    computed = {node.id[len(prefix) :] for node in nodes if node.kind == "mask"}
+    return {n for n in shown if n in inputs and shown.nodes[n].get(g.KIND) == g.INPUT} | computed
+
+
 def _cluster_chain(data: dict[str, Any], backbone: str) -> list[str]:
     """Module paths of the clusters a view node sits in, outermost first."""
     module = data.get(g.MODULE, "")
@@ -604,7 +625,7 @@ def build_diagram(
         elif has_head and data.get(g.KIND) not in (g.INPUT, g.OUTPUT):
             highlight_node = not in_backbone(module, backbone)
         node = labeller.node(node_id, data, node_id in residual_targets)
-        node = Node(f"{prefix}{node.id}", node.title, node.lines, node.tooltip, node.kind, node.shape, highlight_node)
+        node = replace(node, id=f"{prefix}{node.id}", highlight=highlight_node)
         if annotator is not None and data.get(g.KIND) not in (g.INPUT, g.OUTPUT):
             in_fold = not (data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and folded_here(module))
             node = annotator.annotate(node, data, in_fold)
@@ -652,9 +673,11 @@ def build_diagram(
     side = {node: roles.stack_side(graph, shown.nodes[node].get(g.MODULE, "")) for node in order}
     layer_names = {roles.ENCODER_ONLY: "encoder layer", "decoder-only": "decoder layer"}
     diagram.kind_names["block"] = layer_names.get(roles.structure(graph), "layer")
+    masks = _mask_sources(graph, shown, diagram.nodes, prefix)
     for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
         label = edge_label(shown, source, target, edge_labels)
-        style = "residual" if _is_residual(shown, source, target) else "mask" if data.get(g.DTYPE) == "bool" else "data"
+        masked = source in masks or data.get(g.DTYPE) == "bool"
+        style = "residual" if _is_residual(shown, source, target) else "mask" if masked else "data"
         if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
             # Without labels the colour and the legend say what a cross edge is.
             style, label = "cross", (f"cross-attention {label}" if label else "")

@@ -37,9 +37,7 @@ def _attrs(**values: str | float | int) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _node_label(node: Node, colours: dict[str, Any]) -> str:
-    # On a heat colour the detail lines take the scale's text colour: grey is unreadable on dark red.
-    detail = colours["muted"] if node.heat is None else colours["heat"][node.heat].text
+def _node_label(node: Node, detail: str) -> str:
     lines = [f"<b>{dot_html(node.title)}</b>"]
     lines += [f'<font point-size="9" color="{detail}">{dot_html(line)}</font>' for line in node.lines]
     return "<" + "<br/>".join(lines) + ">"
@@ -61,36 +59,49 @@ def _cluster_label(cluster: Cluster) -> str:
     return f'<{dot_html(first)}<br align="left"/>{dot_html(parts[1])}<br align="left"/>>'  # left, as labeljust
 
 
-def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
-    palette = colours["kinds"][node.kind] if node.heat is None else colours["heat"][node.heat]
+# Graphviz's shape and style for each shape of style.Look.
+_SHAPES = {
+    "box": ("box", "rounded,filled"),
+    "ellipse": ("ellipse", "filled"),
+    "io": ("box", "rounded,filled,dashed"),
+    "circle": ("circle", "filled"),
+}
+
+
+def _node_line(node: Node, colours: dict[str, Any], theme: str, ident: str) -> str:
+    kind = style.look(node.kind, theme)
+    fill, stroke, text = kind.fill, kind.stroke, kind.text
+    if node.heat is not None:
+        fill, stroke, text = colours["heat"][node.heat]
+    shape, drawn = _SHAPES[kind.shape]
     attrs: dict[str, str | float] = {
-        "label": _node_label(node, colours),
+        # Every line in the text colour of the node's own fill: grey details were 2.3:1 on causal attention.
+        "label": _node_label(node, text),
         "tooltip": node.tooltip,
-        "fillcolor": palette.fill,
-        "color": palette.border,
-        "fontcolor": palette.text,
+        "fillcolor": fill,
+        "color": stroke,
+        "fontcolor": text,
     }
-    if node.shape == "op":
-        attrs["style"] = "filled"
-        attrs["shape"] = "ellipse"
-    elif node.shape == "io":
-        attrs["style"] = "rounded,filled,dashed"
+    if shape != "box":
+        attrs["shape"] = shape
+    if drawn != "rounded,filled":
+        attrs["style"] = drawn
     if node.highlight:
         attrs["penwidth"] = 2.5
         attrs["color"] = colours["added"]
     return f"{dot_string(ident)} {_attrs(**attrs)}"
 
 
-def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
-    fill, border, width = style.cluster_look(cluster.role, cluster.highlight, colours)
+def _cluster_lines(cluster: Cluster, theme: str) -> list[str]:
+    frame, width = style.cluster_look(cluster.role, cluster.highlight, theme)
     return [
         f"label={_cluster_label(cluster)}",
         f"tooltip={dot_string(cluster.title)}",
-        'style="rounded,filled"',
-        f"fillcolor={dot_string(fill)}",
-        f"color={dot_string(border)}",
+        f'style="rounded,filled{",dashed" if frame.line == "dashed" else ""}"',
+        f"fillcolor={dot_string(frame.fill)}",
+        f"color={dot_string(frame.stroke)}",
         f"penwidth={width}",
-        f"fontcolor={dot_string(colours['added'] if cluster.role == 'head' else colours['text'])}",
+        f"fontcolor={dot_string(frame.text)}",
         "labeljust=l",
     ]
 
@@ -107,14 +118,14 @@ def _swatch(fill: str, border: str, name: str, colours: dict[str, Any], attrs: s
     )
 
 
-def _legend_cells(diagram: Diagram, colours: dict[str, Any]) -> list[str]:
+def _legend_cells(diagram: Diagram, colours: dict[str, Any], theme: str) -> list[str]:
     cells = []
     for kind in diagram.kinds:
-        palette = colours["kinds"][kind]
-        cells.append(_swatch(palette.fill, palette.border, diagram.kind_name(kind), colours))
+        swatch = style.look(kind, theme)
+        cells.append(_swatch(swatch.fill, swatch.stroke, diagram.kind_name(kind), colours))
     if diagram.cross:
-        cross = colours["kinds"]["attention-cross"].border
-        cells.append(_swatch(cross, cross, "encoder output into cross-attention", colours, ' height="3"'))
+        cross = style.edge_look("cross", theme).stroke
+        cells.append(_swatch(cross, cross, style.EDGE_KINDS["cross"], colours, ' height="3"'))
     if diagram.compare:
         cells.append(
             f'<td color="{colours["added"]}" border="2" width="14"> </td>'
@@ -128,10 +139,10 @@ def _rows(cells: list[str]) -> str:
     return "".join("<tr>" + "".join(row) + "</tr>" for row in rows)
 
 
-def _legend(diagram: Diagram, colours: dict[str, Any]) -> list[str]:
+def _legend(diagram: Diagram, colours: dict[str, Any], theme: str) -> list[str]:
     """The legend as rows of swatches (tables inside the title block); the heat scale as one more."""
     tables = []
-    cells = _legend_cells(diagram, colours)
+    cells = _legend_cells(diagram, colours, theme)
     if cells:
         tables.append(f'<table border="0" cellspacing="2" cellpadding="1">{_rows(cells)}</table>')
     if diagram.scale:
@@ -144,7 +155,7 @@ def _legend(diagram: Diagram, colours: dict[str, Any]) -> list[str]:
     return tables
 
 
-def _title(diagram: Diagram, colours: dict[str, Any]) -> str:
+def _title(diagram: Diagram, colours: dict[str, Any], theme: str) -> str:
     """Title, subtitle, caption lines and legend: one HTML-like table at the top left."""
     texts = [
         f'<font point-size="18"><b>{dot_html(diagram.title)}</b></font>',
@@ -152,7 +163,7 @@ def _title(diagram: Diagram, colours: dict[str, Any]) -> str:
     ]
     texts += [f'<font point-size="11" color="{colours["text"]}">{dot_html(line)}</font>' for line in diagram.caption]
     rows = [f'<tr><td align="left">{text}</td></tr>' for text in texts]
-    rows += [f'<tr><td align="left">{table}</td></tr>' for table in _legend(diagram, colours)]
+    rows += [f'<tr><td align="left">{table}</td></tr>' for table in _legend(diagram, colours, theme)]
     return '<<table border="0" cellspacing="0" cellpadding="1">' + "".join(rows) + "</table>>"
 
 
@@ -172,7 +183,7 @@ def generate_lines(
     sit less neatly.
     """
     colours = style.theme(theme)
-    title = _title(diagram, colours)
+    title = _title(diagram, colours, theme)
     yield "digraph bertgraph {"
     graph_attrs = {
         "rankdir": "TB",
@@ -229,28 +240,31 @@ def generate_lines(
         nodes = nodes_in.get(parent, [])
         for node in nodes:
             if node.id not in last or parent is None:
-                yield indent + _node_line(node, colours, ident(node.id))
+                yield indent + _node_line(node, colours, theme, ident(node.id))
         for cluster in sorted(children.get(parent, []), key=lambda c: c.id not in righthand):
             yield f"{indent}subgraph {dot_string('cluster_' + ident('cluster ' + cluster.id))} {{"
-            for line in _cluster_lines(cluster, colours):
+            for line in _cluster_lines(cluster, theme):
                 yield f"{indent}  {line}"
             yield from emit(cluster.id, indent + "  ")
             yield f"{indent}}}"
         for node in nodes:
             if node.id in last and parent is not None:
-                yield indent + _node_line(node, colours, ident(node.id))
+                yield indent + _node_line(node, colours, theme, ident(node.id))
 
     yield from emit(None, "  ")
     for edge in diagram.edges:
         label_key = "xlabel" if edge_xlabels else "label"
         attrs: dict[str, str | float] = {label_key: f" {edge.label} "} if edge.label else {}
+        line = style.edge_look(edge.style, theme)
+        if line.line != "solid":
+            attrs["style"] = line.line
+        if line.stroke != colours["edge"]:
+            attrs["color"] = line.stroke
         if edge.style == "residual":
-            attrs.update({"style": "dashed", label_key: f" {residual_label(edge.label)} "})
-        elif edge.style == "mask":
-            attrs["style"] = "dotted"
+            attrs[label_key] = f" {residual_label(edge.label)} "
         elif edge.style == "cross":
             # Ranked like every edge: the decoder's cross-attention sits below the encoder's output.
-            attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border, "weight": "0"})
+            attrs["weight"] = "0"
         suffix = f" {_attrs(**attrs)}" if attrs else ""
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
     for group in diagram.same_rank:

@@ -24,8 +24,11 @@ from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_te
 MAX_EDGES = 500
 MAX_TEXT = 50_000
 
-_SHAPES = {"module": ('["', '"]'), "op": ('(["', '"])'), "io": ('[/"', '"/]')}
-_ARROWS = {"data": "-->", "residual": "-.->", "mask": "-.->", "cross": "==>"}
+# Mermaid's brackets for each shape of style.Look, and its arrow for each line style (linkStyle
+# then gives every edge its look's colour and dashes, so dashed residuals and dotted masks differ).
+_SHAPES = {"box": ('["', '"]'), "ellipse": ('(["', '"])'), "io": ('[/"', '"/]'), "circle": ('(("', '"))')}
+_ARROWS = {"solid": "-->", "dashed": "-.->", "dotted": "-.->", "bold": "==>"}
+_DASHES = {"dashed": "stroke-dasharray:6 4", "dotted": "stroke-dasharray:2 3"}
 
 
 class MermaidResult(NamedTuple):
@@ -70,7 +73,7 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
 
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):
-            opening, closing = _SHAPES[node.shape]
+            opening, closing = _SHAPES[style.look(node.kind, theme).shape]
             yield f"{indent}{node_id(node.id)}{opening}{_label(node)}{closing}"
         for cluster in children.get(parent, []):
             yield f'{indent}subgraph {cluster_id(cluster.id)}["{mermaid_text(cluster.title)}"]'
@@ -80,9 +83,10 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
     yield from emit(None, "  ")
     for edge in diagram.edges:
         label = residual_label(edge.label) if edge.style == "residual" else edge.label
-        arrow = _ARROWS[edge.style]
+        arrow = _ARROWS[style.edge_look(edge.style, theme).line]
         text = f'|"{mermaid_text(label)}"|' if label else ""
         yield f"  {node_id(edge.source)} {arrow}{text} {node_id(edge.target)}"
+    yield from _link_styles(diagram, theme)
 
     if diagram.kinds or diagram.scale:
         yield f'  subgraph {cluster_id("legend")}["legend"]'
@@ -101,11 +105,23 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
             yield "    end"
         yield "  end"
 
-    yield from _class_lines(diagram, colours, node_id)
-    yield from _cluster_styles(diagram, colours, cluster_id)
+    yield from _class_lines(diagram, colours, theme, node_id)
+    yield from _cluster_styles(diagram, theme, cluster_id)
 
 
-def _class_lines(diagram: Diagram, colours: dict[str, Any], node_id: Any) -> Iterable[str]:
+def _link_styles(diagram: Diagram, theme: str) -> Iterable[str]:
+    """Each edge style's colour, width and dashes, as style.py gives them (edges numbered as written)."""
+    numbers: dict[str, list[str]] = defaultdict(list)
+    for number, edge in enumerate(diagram.edges):
+        numbers[edge.style].append(str(number))
+    for edge_style in sorted(numbers):
+        line = style.edge_look(edge_style, theme)
+        look = [f"stroke:{line.stroke}", f"stroke-width:{2 if line.line == 'bold' else 1}px"]
+        look += [_DASHES[line.line]] if line.line in _DASHES else []
+        yield f"  linkStyle {','.join(numbers[edge_style])} {','.join(look)}"
+
+
+def _class_lines(diagram: Diagram, colours: dict[str, Any], theme: str, node_id: Any) -> Iterable[str]:
     members: dict[str, list[str]] = defaultdict(list)
     for node in diagram.nodes:
         base = f"k_{node.kind.replace('-', '_')}" if node.heat is None else f"h_{node.heat}"
@@ -121,18 +137,22 @@ def _class_lines(diagram: Diagram, colours: dict[str, Any], node_id: Any) -> Ite
             members[f"h_{index}"].append(node_id(f"legend heat {index}"))
     for name in sorted(members):
         key = name[2:].removesuffix("_hl")
-        palette = colours["heat"][int(key)] if name.startswith("h_") else colours["kinds"][key.replace("_", "-")]
-        line = f"fill:{palette.fill},stroke:{palette.border},color:{palette.text}"
+        if name.startswith("h_"):
+            fill, stroke, text = colours["heat"][int(key)]
+        else:
+            fill, stroke, text = style.look(key.replace("_", "-"), theme)[:3]
+        line = f"fill:{fill},stroke:{stroke},color:{text}"
         if name.endswith("_hl"):
-            line = f"fill:{palette.fill},stroke:{colours['added']},color:{palette.text},stroke-width:3px"
+            line = f"fill:{fill},stroke:{colours['added']},color:{text},stroke-width:3px"
         yield f"  classDef {name} {line}"
         yield f"  class {','.join(members[name])} {name}"
 
 
-def _cluster_styles(diagram: Diagram, colours: dict[str, Any], cluster_id: Any) -> Iterable[str]:
+def _cluster_styles(diagram: Diagram, theme: str, cluster_id: Any) -> Iterable[str]:
     for cluster in diagram.clusters:
-        fill, border, width = style.cluster_look(cluster.role, cluster.highlight, colours)
-        look = f"fill:{fill},stroke:{border},stroke-width:{width:g}px,color:{colours['text']}"
+        frame, width = style.cluster_look(cluster.role, cluster.highlight, theme)
+        look = f"fill:{frame.fill},stroke:{frame.stroke},stroke-width:{width:g}px,color:{frame.text}"
+        look += f",{_DASHES['dashed']}" if frame.line == "dashed" else ""
         yield f"  style {cluster_id(cluster.id)} {look}"
 
 

@@ -23,6 +23,7 @@ class Node:
     shape: str  # "module", "op" or "io"
     highlight: bool = False
     heat: int | None = None  # the bin of the annotated figure's share (annotated diagrams only)
+    role: str = ""  # the role of the node's module (graph/roles.py), "" for inputs and outputs
 
 
 @dataclass(frozen=True)
