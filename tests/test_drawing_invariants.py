@@ -30,6 +30,7 @@ from tests.layout import (
     cycles,
     fold_mismatches,
     lay_out,
+    residual_origins,
     summary_folds,
     upward_edges,
 )
@@ -146,6 +147,9 @@ def check(graph: nx.DiGraph, depth: int, role_titles: bool = True) -> None:
     check_structure(graph, diagram, depth, layout)
     check_colours_and_titles(graph, diagram, depth, role_titles)
     check_looks(graph, diagram, depth, layout)
+    # A skip connection starts where the tensor it adds was made (not at LLaMA's norm, whose
+    # returning cast the export records as the reader of the layer's input).
+    assert residual_origins(graph, diagram, depth, layout) == []
 
 
 @pytest.mark.parametrize("model_type", sorted(TINY))

@@ -178,11 +178,11 @@ def view(graph: nx.DiGraph, level: int = 2, fold: bool = True) -> nx.DiGraph:
 def _view(graph: nx.DiGraph, level: int, fold: bool) -> nx.DiGraph:
     source = fold_calls(graph) if fold else graph
     if level >= OPERATOR_LEVEL:
-        result = source.copy()
+        result = read_where_made(source)
     elif level == ANATOMY_LEVEL:
-        result = anatomy(source)
+        result = anatomy(source)  # bridges every layout op, the returning casts among them
     else:
-        result = collapse(source, level)
+        result = collapse(read_where_made(source), level)
     return fold_repeats(result, sibling_content(graph)) if fold else result
 
 
@@ -238,6 +238,61 @@ def fold_calls(graph: nx.DiGraph) -> nx.DiGraph:
     # layer feed one that ran before it (it read call 0 and fed call 1) stays unfolded, like a cycle.
     runs_forward = all(result.nodes[a][g.ORDER] <= result.nodes[b][g.ORDER] for a, b in result.edges)
     return result if runs_forward and nx.is_directed_acyclic_graph(result) else graph
+
+
+# Ops that hand back their input itself when nothing needs converting (the export still records them).
+_RETURNS_INPUT = frozenset(
+    {"to", "_to_copy", "type_as", "contiguous", "alias", "detach", "lift_fresh_copy", "Identity"}
+)
+
+
+def made_by(graph: nx.DiGraph, node: str) -> str:
+    """The op that made ``node``'s tensor: ``node`` itself, or the op a cast that returned its input read.
+
+    LLaMA's RMSNorm starts with ``hidden_states.to(float32)``; on float32 that returns the very tensor
+    it was given, and the export hands every later use of the tensor — the layer's residual add
+    among them — to the cast's node.
+    """
+    while graph.nodes[node].get(g.ALIAS) and graph.nodes[node].get(g.OP) in _RETURNS_INPUT:
+        data = graph.nodes[node]
+        same = [
+            p
+            for p in graph.predecessors(node)
+            if graph.nodes[p].get(g.SHAPE) == data.get(g.SHAPE) and graph.nodes[p].get(g.DTYPE) == data.get(g.DTYPE)
+        ]
+        if len(same) != 1:
+            break
+        node = same[0]
+    return node
+
+
+def read_where_made(graph: nx.DiGraph) -> nx.DiGraph:
+    """``graph`` with each read of a tensor outside the module of a cast that returned it drawn from
+    where the tensor was made (:func:`made_by`).
+
+    The module's own ops still read the cast. Outside it the cast is a trace's artefact: drawn as
+    it was, LLaMA's and Qwen's residuals started at the norm, as if the skip carried the
+    normalised tensor. The new edge adds nothing a path did not already give, so views stay acyclic.
+    """
+    moved = []
+    for source, target in graph.edges:
+        data = graph.nodes[source]
+        if data.get(g.OP) not in _RETURNS_INPUT or not data.get(g.ALIAS):
+            continue
+        if is_within(graph.nodes[target].get(g.MODULE, ""), data.get(g.MODULE, "")):
+            continue
+        origin = made_by(graph, source)
+        if origin != source:
+            moved.append((source, target, origin))
+    if not moved:
+        return graph
+    result = graph.copy()
+    for source, target, origin in moved:
+        edge = result.edges[source, target]
+        result.remove_edge(source, target)
+        if not result.has_edge(origin, target):
+            result.add_edge(origin, target, **edge)
+    return result
 
 
 def collapse(graph: nx.DiGraph, depth: int) -> nx.DiGraph:
