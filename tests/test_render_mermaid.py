@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from bertgraph.model import HEADS
 from bertgraph.render import mermaid
 from bertgraph.render.diagram import build_diagram
 from tests import drawn
+from tests.colour import contrast
 from tests.conftest import require
+from tests.graph_fixtures import bert_tiny
 from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
@@ -109,3 +112,23 @@ def test_mermaid_text_ignores_insertion_order(traced: Callable[..., Architecture
     shuffled = shuffle(graph, 5)
     for depth in range(5):
         assert mermaid.generate_mermaid(graph, depth).text == mermaid.generate_mermaid(shuffled, depth).text
+
+
+MERMAID_LOOK = re.compile(r"^\s*(?:classDef|style) (\S+) (\S+)$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_mermaid_text_is_readable_on_its_fill(theme: str) -> None:
+    # A node's lines and a frame's title take the colour style.py gives their fill, at 4.5:1 at least (WCAG AA).
+    graph, other = bert_tiny("sequence-classification"), bert_tiny("base")
+    texts = [mermaid.generate_mermaid(graph, depth, theme=theme).text for depth in (1, 2, 3)]
+    texts += [
+        mermaid.generate_mermaid(graph, 2, theme=theme, annotate="flops").text,
+        mermaid.generate_mermaid(graph, 2, theme=theme, compare=other).text,
+    ]
+    looks = [
+        dict(part.split(":", 1) for part in look.split(",")) for text in texts for _, look in MERMAID_LOOK.findall(text)
+    ]
+    assert len(looks) > 20
+    faint = [(look["fill"], look["color"]) for look in looks if contrast(look["color"], look["fill"]) < 4.5]
+    assert faint == []
