@@ -135,9 +135,24 @@ def check_looks(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Layout)
             assert node.kind == "other", (node.id, node.title, node.kind)
     masks = {str(d[g.PADDING_MASK]) for _, d in graph.nodes(data=True) if d.get(g.PADDING_MASK)}
     by_id = {node.id: node for node in diagram.nodes}
+
+    def attends(node: str) -> bool:
+        """Whether a drawn node holds attention (a mask line may end there) or computes a mask itself."""
+        module = str(shown.nodes[node].get(g.MODULE, "")) if node in shown else ""
+        return (
+            by_id[node].kind == "mask"
+            or bool(roles.attention_labels(graph, module))
+            or is_attention(graph, shown.nodes.get(node, {}))
+        )
+
     for line in layout.lines:
         if line.tail in masks or by_id[line.tail].kind == "mask":
             assert (line.style, line.drawn) == ("mask", "dotted"), line
+        if line.style == "mask":  # a mask line never ends at a classifier's pooling, its head or an output
+            assert by_id[line.head].kind not in ("pooling", "head", "io"), (line.tail, line.head)
+    for node in diagram.nodes:
+        if any(text.startswith("with attention mask") for text in node.lines):
+            assert attends(node.id), (node.id, node.lines)
         if line.style == "cross":
             assert (line.drawn, line.colour) == ("bold", style.edge_look("cross").stroke), line
 
@@ -218,6 +233,28 @@ def test_debertas_position_dropout_sits_on_the_position_path(tiny_graph: TinyGra
     assert sorted(n.title for n in projections) == ["key_proj", "query_proj"]
     assert all(n.id.endswith("#2") for n in projections)  # the second call of each: on positions
     assert not [n.id for n in diagram.nodes if any("pos_dropout" in line for line in n.lines)]
+
+
+# A classifier's pooling, by the head's family: what it picks from each sequence.
+POOLING = {"gpt2": "last non-padding token", "bart": "EOS token"}
+
+
+@pytest.mark.parametrize("model_type", sorted(POOLING))
+def test_a_classifiers_pooling_is_a_step_on_its_data(model_type: str, tiny_graph: TinyGraph, dot_binary: str) -> None:
+    # GPT-2's head picks the last token that is not padding, BART's the EOS token: both compare token
+    # ids, and were drawn as an attention mask — a "with attention mask [batch, 2]" line on the logits,
+    # dotted edges into them. A step of the data, on solid edges, coloured as pooling.
+    graph = annotated(tiny_graph, model_type, "sequence-classification")
+    for depth in (1, 2, 3):
+        diagram = build_diagram(graph, depth)
+        (pooling,) = [node for node in diagram.nodes if node.title == POOLING[model_type]]
+        assert pooling.kind == "pooling"
+        edges = [e for e in diagram.edges if pooling.id in (e.source, e.target)]
+        assert len(edges) >= 2 and {e.style for e in edges} == {"data"}, edges
+        assert not [
+            n.id for n in diagram.nodes if any("attention mask" in line for line in n.lines) and n.shape == "io"
+        ]
+        check(graph, depth)
 
 
 def test_a_module_called_twice_is_two_nodes(tiny_graph: TinyGraph) -> None:

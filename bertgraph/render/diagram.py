@@ -127,6 +127,10 @@ _DESCRIPTIVE_TITLES = frozenset(
         "relative position bias",
         "reshape",
         "start and end logits",
+        "last non-padding token",
+        "EOS token",
+        "[CLS]",
+        "first token",
     }
 )
 
@@ -241,6 +245,30 @@ class _Labeller:
         sources = [self.shown.nodes[s].get(g.MODULE, "") for s in self.shown.predecessors(node_id)]
         return bool(sources) and all(roles.role_of(self.graph, s) == roles.POSITION for s in sources)
 
+    def pooling_title(self, node_id: str, data: dict[str, Any]) -> str:
+        """What a classifier's own ops pick from each sequence ("last non-padding token", "EOS token",
+        "first token"), or ``""``: float vectors out of a sequence of them read in, by an index or a select.
+
+        GPT-2's sequence classifier picks the last token that is not padding (``argmax`` over the
+        positions where the ids differ from the pad id), BART's the last EOS token (``eq`` the EOS id,
+        then an index). Both compare token ids, which made the mask test call them attention masks.
+        """
+        ops = {o for o in data.get(g.OPS, []) if o}
+        shape = [str(d) for d in data.get(g.SHAPE, [])]
+        if not ops & {"index", "select", "argmax"} or not str(data.get(g.DTYPE, "")).startswith(("float", "bfloat")):
+            return ""
+        read = [
+            [str(d) for d in self.shown.edges[s, node_id].get(g.SHAPE, [])] for s in self.shown.predecessors(node_id)
+        ]
+        sequence = {"seq", "tgt"}
+        if sequence & set(shape) or not any(len(r) == 3 and sequence & set(r) for r in read):
+            return ""
+        if "argmax" in ops:
+            return "last non-padding token"
+        if "eq" in ops:
+            return "EOS token"
+        return "[CLS]" if self.family == "bert" else "first token"
+
     def is_sum_of_embeddings(self, node_id: str, data: dict[str, Any]) -> bool:
         ops = {o for o in data.get(g.OPS, [data.get(g.OP, "")]) if o}
         return bool(ops) and ops <= {"add", "to", "_to_copy"} and "add" in ops and self.adds_embeddings(node_id)
@@ -317,6 +345,9 @@ class _Labeller:
                 title = "sum of embeddings"  # GPT-2's token and position embeddings, added by the model
             if residual_target and title == "add":
                 title = "add (residual)"
+            pooled = self.pooling_title(node_id, data)
+            if pooled:
+                title, kind = pooled, "pooling"  # a step of the classifier, not a mask beside it
             if title == "attention mask" or kind == "mask":
                 kind = "mask" if title == "attention mask" else "other"  # the colour says what the title says
             if title == "position ids":
