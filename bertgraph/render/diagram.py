@@ -98,7 +98,6 @@ _OP_TITLES = {
     "linear": "linear",
     "gelu": "GELU",
     "tanh": "tanh",
-    "select": "select [CLS]",
     "split": "split",
     "add": "add",
 }
@@ -119,8 +118,6 @@ _DESCRIPTIVE_TITLES = frozenset(
         "sum of embeddings",
         "add",
         "add (residual)",
-        "select [CLS]",
-        "select first token",
         "position ids",
         "padding positions zeroed",
         "relative position buckets",
@@ -131,6 +128,7 @@ _DESCRIPTIVE_TITLES = frozenset(
         "EOS token",
         "[CLS]",
         "first token",
+        "last token",
     }
 )
 
@@ -157,7 +155,7 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "add"
     if ops == ["select"]:
         # BERT's first token is [CLS]; other families name it otherwise (<s>, …).
-        return "select [CLS]" if family == "bert" else "select first token"
+        return "[CLS]" if family == "bert" else "first token"
     if ops and set(ops) <= {"slice"} and role in (roles.EMBEDDINGS, roles.POSITION, roles.MODEL):
         return "position ids"
     if "arange" in ops and set(ops) <= _INDEX_OPS and data.get(g.DTYPE) == "int64" and role == roles.MODEL:
@@ -253,7 +251,7 @@ class _Labeller:
         positions where the ids differ from the pad id), BART's the last EOS token (``eq`` the EOS id,
         then an index). Both compare token ids, which made the mask test call them attention masks.
         """
-        ops = {o for o in data.get(g.OPS, []) if o}
+        ops = {o for o in [*data.get(g.OPS, []), data.get(g.OP, "")] if o}
         shape = [str(d) for d in data.get(g.SHAPE, [])]
         if not ops & {"index", "select", "argmax"} or not str(data.get(g.DTYPE, "")).startswith(("float", "bfloat")):
             return ""
@@ -267,7 +265,10 @@ class _Labeller:
             return "last non-padding token"
         if "eq" in ops:
             return "EOS token"
-        return "[CLS]" if self.family == "bert" else "first token"
+        picked = data.get(g.LITERALS, {}).get("2") if ops == {"select"} else None
+        if picked == 0:
+            return "[CLS]" if self.family == "bert" else "first token"
+        return "last token" if picked == -1 else ""
 
     def is_sum_of_embeddings(self, node_id: str, data: dict[str, Any]) -> bool:
         ops = {o for o in data.get(g.OPS, [data.get(g.OP, "")]) if o}
@@ -321,8 +322,9 @@ class _Labeller:
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
-            if data.get(g.OP) == "select" and self.family != "bert":
-                title = "select"  # BERT's pooler picks [CLS]; elsewhere a select is only a select
+            pooled = self.pooling_title(node_id, data)
+            if pooled:
+                title, kind = pooled, "pooling"
             if data.get(g.OP) == "slice" and role in (roles.EMBEDDINGS, roles.POSITION):
                 title, kind = "position ids", "other"
             if residual_target and data.get(g.OP) == "add":
