@@ -235,6 +235,52 @@ def test_debertas_position_dropout_sits_on_the_position_path(tiny_graph: TinyGra
     assert not [n.id for n in diagram.nodes if any("pos_dropout" in line for line in n.lines)]
 
 
+# What each family's norms do and where its positions act, as the papers say (not read by bertgraph's
+# code): RMSNorm scales by the root mean square without centring; rotary and relative positions act
+# inside every attention layer, absolute ones at the embeddings.
+NORMS = {"llama": "RMSNorm", "qwen2": "RMSNorm", "qwen3": "RMSNorm", "t5": "RMSNorm", "mt5": "RMSNorm"}
+POSITIONS = {
+    "deberta-v2": ["relative positions"],
+    "modernbert": ["rotary positions"],
+    "mpnet": ["absolute positions", "bucketed relative positions"],
+    "llama": ["rotary positions"],
+    "qwen2": ["rotary positions"],
+    "qwen3": ["rotary positions"],
+    "t5": ["bucketed relative positions"],
+    "mt5": ["bucketed relative positions"],
+}
+ACTS_IN = {
+    "absolute": {roles.EMBEDDINGS, roles.POSITION, roles.STACK, roles.MODEL},
+    "attention": {roles.SELF_ATTENTION, roles.LAYER, roles.STACK, roles.MODEL},
+}
+CLASS_NAMED_NORM = re.compile(r"^\w+(LayerNorm|RMSNorm)\b")
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_depths_one_and_two_name_the_norm_and_where_positions_act(
+    model_type: str, tiny_graph: TinyGraph, dot_binary: str
+) -> None:
+    # T5's drawings said "T5LayerNorm" and never that its norms are RMSNorms or its positions relative.
+    graph = annotated(tiny_graph, model_type, "base")
+    norm = NORMS.get(model_type, "LayerNorm")
+    positions = POSITIONS.get(model_type, ["absolute positions"])
+    for depth in (1, 2):
+        diagram = build_diagram(graph, depth)
+        drawn = [text.text for text in lay_out(diagram).texts]
+        assert any(
+            norm in text.split(" · ") or text in (f"norms: {norm}",) or text.startswith(f"{norm} ") for text in drawn
+        )
+        assert not [text for text in drawn if CLASS_NAMED_NORM.match(text)]
+        for words in positions:
+            holders = [node for node in diagram.nodes if any(words in line.split(" · ") for line in node.lines)]
+            assert holders, (depth, words)
+            # where they act: in attention for rotary and relative, at the embeddings for absolute (or the
+            # stack or model holding them)
+            where = ACTS_IN["absolute" if words == "absolute positions" else "attention"]
+            assert {node.role for node in holders} <= where, [(node.id, node.role) for node in holders]
+        assert f" · {norm}" in " ".join(diagram.caption) and all(w in " ".join(diagram.caption) for w in positions)
+
+
 # A classifier's pooling, by the head's family: what it picks from each sequence.
 POOLING = {"gpt2": "last non-padding token", "bart": "EOS token"}
 

@@ -7,6 +7,7 @@ pass read off the ops. Only what a family is typically used for comes from its r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
@@ -73,6 +74,66 @@ def _positions(graph: nx.DiGraph) -> list[str]:
         return []
     kinds = {kind for values in recorded.values() if isinstance(values, list) for kind in values}
     return sorted(kinds, key=lambda k: g.POSITION_KINDS.index(k) if k in g.POSITION_KINDS else len(g.POSITION_KINDS))
+
+
+# Ops that centre the values (LayerNorm subtracts the mean) and ops that only scale them (RMSNorm).
+_CENTRING = frozenset(
+    {"layer_norm", "native_layer_norm", "LayerNormalization", "sub", "var", "var_mean", "group_norm", "batch_norm"}
+)
+_SCALING = frozenset({"rms_norm", "SimplifiedLayerNormalization", "rsqrt", "sqrt", "pow", "mean", "norm"})
+
+
+def norm_kind(ops: Iterable[str]) -> str:
+    """``LayerNorm`` when a norm's ops centre the values, ``RMSNorm`` when they only scale them, else ``""``.
+
+    Read off the ops, never the class: T5's ``T5LayerNorm`` scales by the root mean square only.
+
+    >>> norm_kind(["layer_norm"]), norm_kind(["to", "pow", "mean", "add", "rsqrt", "mul"]), norm_kind(["add"])
+    ('LayerNorm', 'RMSNorm', '')
+    """
+    found = set(ops)
+    if found & _CENTRING:
+        return "LayerNorm"
+    return "RMSNorm" if found & _SCALING else ""
+
+
+def norm_kinds(graph: nx.DiGraph, path: str = "") -> list[str]:
+    """The kinds of the norm modules at or below ``path`` (every norm of the model for ``""``), in order."""
+    ops: dict[str, set[str]] = {}
+    for _, data in graph.nodes(data=True):
+        module = str(data.get(g.MODULE, ""))
+        within = not path or module == path or module.startswith(path + ".")
+        if data.get(g.KIND) == g.OPERATOR and within and roles.role_of(graph, module) == roles.NORM:
+            ops.setdefault(module, set()).add(str(data.get(g.OP, "")))
+    found = {norm_kind(names) for names in ops.values()} - {""}
+    return sorted(found)
+
+
+# What each position kind says in a drawing: where positions act is part of the words.
+POSITION_WORDS = {
+    g.ABSOLUTE: "absolute positions",
+    g.RELATIVE_BUCKETS: "bucketed relative positions",
+    g.RELATIVE: "relative positions",
+    g.ROTARY: "rotary positions",
+}
+# The kinds that act inside every attention layer (on queries and keys, or as a bias on the scores);
+# absolute positions act once, at the embeddings.
+IN_ATTENTION = (g.RELATIVE_BUCKETS, g.RELATIVE, g.ROTARY)
+
+
+def stack_positions(graph: nx.DiGraph, path: str) -> list[str]:
+    """The position kinds of the stacks at, inside or around module ``path`` (the facts pass's record)."""
+    recorded = graph.graph.get(g.G_POSITION)
+    if not isinstance(recorded, dict):
+        return []
+    found = {
+        kind
+        for stack, values in recorded.items()
+        if isinstance(values, list)
+        and (not path or not stack or stack == path or stack.startswith(path + ".") or path.startswith(stack + "."))
+        for kind in values
+    }
+    return [kind for kind in g.POSITION_KINDS if kind in found]
 
 
 def structure_words(kind: dict[str, Any]) -> str:

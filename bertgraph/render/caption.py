@@ -1,7 +1,7 @@
 """The caption under a diagram's title: the facts a reader looks for first, read off the graph.
 
 Layers, hidden size, heads (query / key-value when grouped), feed-forward width, attention
-kinds and parameters — per stack for an encoder-decoder. Textbook figures put these in a
+kinds, position kinds, norm kinds and parameters — per stack for an encoder-decoder. Textbook figures put these in a
 caption instead of on every box; the counts come from the traced ops and the facts pass
 (:mod:`bertgraph.graph.kinds`), never from the config the model was built from.
 """
@@ -76,6 +76,9 @@ def stack_line(graph: nx.DiGraph, path: str, stack: dict[str, Any]) -> str:
     attention = _attention_text(stack["attention_counts"], stack["attention"], stack["layers"])
     if attention:
         parts.append(attention)
+    parts += [kinds.POSITION_WORDS[kind] for kind in kinds.stack_positions(graph, path)]
+    owner = path.rsplit(".", 1)[0] if "." in path and path.rsplit(".", 1)[0] != graph.graph.get(g.G_BACKBONE) else ""
+    parts += kinds.norm_kinds(graph, owner or path)
     return " · ".join(parts)
 
 

@@ -14,10 +14,11 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
-from bertgraph.graph import roles
+from bertgraph.graph import kinds, roles
 from bertgraph.render.records import Diagram, Edge, Node
 
 _ATTENTION_ROLES = (roles.SELF_ATTENTION, roles.CROSS_ATTENTION)
+_TABLE_FACTS = frozenset(kinds.POSITION_WORDS.values())
 
 # "Embedding 30522 × 768" → "30522 × 768": the table's size, without the class a reader does not need.
 _TABLE_SIZE = re.compile(r"(\d[\d,]* × \d[\d,]*)$")
@@ -133,7 +134,9 @@ def _merge_tables(diagram: Diagram) -> None:
         ]
         if len(tables) < 2:
             continue
-        lines = tuple(_table_line(table) for table in tables) + total.lines[-1:]
+        # what a table says besides its size (absolute positions: where positions act) stays said
+        facts = tuple(dict.fromkeys(line for table in tables for line in table.lines if line in _TABLE_FACTS))
+        lines = tuple(_table_line(table) for table in tables) + facts + total.lines[-1:]
         tooltip = "\n".join([total.tooltip, *(t.tooltip for t in tables)])
         # A box, not an ellipse: an ellipse around several lines is twice as wide as their text.
         _replace_node(diagram, replace(total, lines=lines, tooltip=tooltip, shape="module"))

@@ -16,8 +16,9 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.graph import moe, roles, stats
+from bertgraph.graph import kinds, moe, roles, stats
 from bertgraph.graph import schema as g
+from bertgraph.graph.facts.position import position_uses
 from bertgraph.graph.views import LAYOUT_OPS, OPERATOR_LEVEL, display_levels, display_name, in_backbone, is_within, view
 from bertgraph.render import compact as compacting
 from bertgraph.render import figures, style
@@ -190,6 +191,9 @@ class _Labeller:
         self.family = str(graph.graph.get(g.G_FAMILY, ""))
         self.shared = roles.shared_modules(graph)
         self.attention: dict[str, list[str]] = {}
+        # where absolute positions are read (the position table's module); the other kinds act in attention
+        self.absolute = {module for kind, module in position_uses(graph) if kind == g.ABSOLUTE}
+        self.norms: dict[str, list[str]] = {}
         # a mixture of experts: each block holding routed experts says how many and how many a token runs
         self.experts_line = moe.experts_line(graph)
         self.expert_modules = moe.expert_modules(graph) if self.experts_line else set()
@@ -199,6 +203,28 @@ class _Labeller:
         sources = [self.shown.nodes[s].get(g.MODULE, "") for s in self.shown.predecessors(node_id)]
         kinds = {roles.role_of(self.graph, source) for source in sources}
         return len(sources) > 1 and kinds <= {roles.EMBEDDINGS, roles.POSITION}
+
+    def attention_line(self, module: str, labels: list[str]) -> str:
+        """``causal attention · rotary positions``: the kinds, and the positions that act inside attention."""
+        if not labels:
+            return ""
+        line = f"{' + '.join(labels)} attention"
+        if all(label == g.CROSS for label in labels):
+            return line  # cross-attention reads no positions (T5's cross bias is the padding mask alone)
+        positions = kinds.stack_positions(self.graph, lookup_path(module))
+        return " · ".join([line, *(kinds.POSITION_WORDS[k] for k in positions if k in kinds.IN_ATTENTION)])
+
+    def reads_absolute_positions(self, module: str, own: bool) -> bool:
+        """Whether ``module`` (only its own ops when ``own``) reads the absolute position table."""
+        path = lookup_path(module)
+        return any(u == path or (not own and (not path or u.startswith(path + "."))) for u in self.absolute)
+
+    def norm_line(self, module: str) -> str:
+        """``norms: RMSNorm`` for a stack or the whole model, read off its norms' ops."""
+        key = lookup_path(module)
+        if key not in self.norms:
+            self.norms[key] = kinds.norm_kinds(self.graph, key)
+        return f"norms: {', '.join(self.norms[key])}" if self.norms[key] else ""
 
     def holds_experts(self, module: str) -> bool:
         """Whether ``module`` is, or contains, a block's routed experts."""
@@ -299,7 +325,13 @@ class _Labeller:
         )
         if data.get(g.KIND) == g.OPERATOR and g.attention_label(data):
             labels = [g.attention_label(data)]
-        attention = f"{' + '.join(labels)} attention" if labels else ""
+        # what the node's attention is and the positions that act where it does
+        facts = [self.attention_line(module, labels)]
+        if data.get(g.KIND) != g.OPERATOR and self.reads_absolute_positions(module, bool(data.get(g.OWN_OPS))):
+            facts.append(kinds.POSITION_WORDS[g.ABSOLUTE])
+        if data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and role in (roles.MODEL, roles.STACK):
+            facts.append(self.norm_line(module))
+        facts = [line for line in facts if line]
         kind = style.attention_kind(base_kind, labels)
         shape_text = figures.shape(data.get(g.SHAPE, []))
         repeat = int(data.get(g.REPEAT, 1))
@@ -332,7 +364,7 @@ class _Labeller:
             elif self.is_sum_of_embeddings(node_id, data):
                 title = "sum of embeddings"
             lines = [shape_text] + ([_params_line(params, repeat)] if params else [])
-            lines += [attention] if attention else []
+            lines += facts
             tooltip = f"{data.get(g.TARGET, data.get(g.OP, ''))} in {display_name(module, self.backbone) or 'model'}"
             tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
             if params:
@@ -355,7 +387,7 @@ class _Labeller:
             if title == "position ids":
                 kind = "other"  # an index computation, in the embeddings (BERT) or the model (LLaMA) alike
             lines = [shape_text] if title in _DESCRIPTIVE_TITLES else [" · ".join(ops), shape_text]
-            lines += [attention] if attention else []
+            lines += facts
             tooltip = (
                 f"operations of {display_name(module, self.backbone) or 'the model'}"
                 + (f" ({data[g.MODULE_TYPE]})" if data.get(g.MODULE_TYPE) else "")
@@ -364,6 +396,9 @@ class _Labeller:
             return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
         info = self.info(module)
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
+        if role == roles.NORM:
+            # what the norm does, read off its ops, not its class (T5LayerNorm scales only: an RMSNorm)
+            module_type = kinds.norm_kind(data.get(g.OPS, [])) or module_type
         # A file may not name its module types (TorchScript-exported ONNX): then the line says the rest, or nothing.
         type_line = (module_type + (f" × {repeat}" if repeat > 1 else "")).strip()
         calls = self.shared.get(lookup_path(module), 1)
@@ -379,7 +414,7 @@ class _Labeller:
         period = _period_of(module) if is_fold_root else None
         if period:
             module_lines.insert(1, f"a pattern of {period[0]} layers, repeated")
-        module_lines += [attention] if attention else []
+        module_lines += facts
         if self.holds_experts(module):
             module_lines.append(self.experts_line)
         tooltip = f"{display_name(module, self.backbone) or 'model'}" + (f" ({module_type})" if module_type else "")
