@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -279,6 +280,64 @@ def test_depths_one_and_two_name_the_norm_and_where_positions_act(
             where = ACTS_IN["absolute" if words == "absolute positions" else "attention"]
             assert {node.role for node in holders} <= where, [(node.id, node.role) for node in holders]
         assert f" · {norm}" in " ".join(diagram.caption) and all(w in " ".join(diagram.caption) for w in positions)
+
+
+def check_pattern_frame(graph: nx.DiGraph, depth: int, period: int, count: int) -> None:
+    """The period's layers inside one "× count" frame, in run order (read off the layout), and every
+    attention kind drawn said as a direction and a reach."""
+    diagram = build_diagram(graph, depth)
+    layout = lay_out(diagram)
+    (frame,) = [c for c in diagram.clusters if c.role == "repeat"]
+    assert f"{period} layers × {count}" in frame.title
+    inside = [c.id for c in diagram.clusters if c.parent == frame.id]
+    inside += [n.id for n in diagram.nodes if diagram.membership.get(n.id) == frame.id]
+    firsts = sorted(int(re.search(r"\.(\d+)-\d+/\d+$", m).group(1)) for m in inside)  # type: ignore[union-attr]
+    assert len(inside) == period and firsts == list(range(firsts[0], firsts[0] + period)), inside
+    tops = [layout.clusters[m].top if m in layout.clusters else layout.centres[m][1] for m in inside]
+    order = [m for _, m in sorted(zip(tops, inside), reverse=True)]  # top of the page first
+    assert order == sorted(inside, key=lambda m: int(re.search(r"\.(\d+)-", m).group(1))), order  # type: ignore[union-attr]
+    box = layout.clusters[frame.id]
+    assert all(
+        box.holds(*layout.centres[n]) for n in layout.centres if diagram.membership.get(n) in [frame.id, *inside]
+    )
+    texts = [text.text for text in layout.texts]
+    bare = [t for t in texts if re.search(r"(?<!bidirectional )(?<!causal )sliding-window", t)]
+    assert bare == [] and any("bidirectional sliding-window" in t for t in texts)
+
+
+def test_modernberts_pattern_is_one_repeating_group_in_run_order(tiny_graph: TinyGraph, dot_binary: str) -> None:
+    # Drawn as three folds one after another, "layers 1, 4, … (× 3) → 2, 5, … (× 3) → 3, 6, … (× 3)" read as
+    # three local, three local, three global; the legend set "bidirectional" against "sliding-window".
+    graph = annotated(tiny_graph, "modernbert", "base")
+    for depth in (1, 2, 3):
+        check_pattern_frame(graph, depth, 3, 3)
+
+
+@pytest.mark.slow
+def test_a_pattern_of_four_layers_is_framed_too(tmp_path: Path, dot_binary: str) -> None:
+    # A ModernBERT of no preset: a global layer every fourth, nine layers (layer 0, then the pattern twice).
+    import transformers
+
+    config = transformers.ModernBertConfig(
+        vocab_size=99,
+        hidden_size=32,
+        intermediate_size=37,
+        num_hidden_layers=9,
+        num_attention_heads=4,
+        global_attn_every_n_layers=4,
+        local_attention=16,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        cls_token_id=1,
+        sep_token_id=2,
+    )
+    config.save_pretrained(tmp_path)
+    graph = bertgraph.trace(str(tmp_path)).graph
+    for depth in (1, 2):
+        check_pattern_frame(graph, depth, 4, 2)
+        check(graph, depth)
 
 
 # A classifier's pooling, by the head's family: what it picks from each sequence.

@@ -121,6 +121,30 @@ POSITION_WORDS = {
 IN_ATTENTION = (g.RELATIVE_BUCKETS, g.RELATIVE, g.ROTARY)
 
 
+def attention_words(label: str) -> str:
+    """An attention kind as a direction and a reach: a window is bidirectional or causal too.
+
+    >>> attention_words("sliding-window(64)"), attention_words("causal-sliding-window(16)"), attention_words("causal")
+    ('bidirectional sliding-window(64)', 'causal sliding-window(16)', 'causal')
+    """
+    kind, bracket, window = label.partition("(")
+    said = {g.SLIDING_WINDOW: "bidirectional sliding-window", g.CAUSAL_SLIDING_WINDOW: "causal sliding-window"}
+    return said.get(kind, kind) + bracket + window
+
+
+def window_directions(labels: Iterable[str]) -> str:
+    """The legend's name of the sliding-window colour: which directions the drawing's windows have."""
+    kinds = {label.partition("(")[0] for label in labels}
+    directions = [
+        word
+        for kind, word in ((g.SLIDING_WINDOW, "bidirectional"), (g.CAUSAL_SLIDING_WINDOW, "causal"))
+        if kind in kinds
+    ]
+    if len(directions) == 1:
+        return f"{directions[0]} sliding-window attention"
+    return "sliding-window attention (bidirectional or causal)"
+
+
 def stack_positions(graph: nx.DiGraph, path: str) -> list[str]:
     """The position kinds of the stacks at, inside or around module ``path`` (the facts pass's record)."""
     recorded = graph.graph.get(g.G_POSITION)

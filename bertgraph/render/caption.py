@@ -53,12 +53,16 @@ def heads(graph: nx.DiGraph, stack: str) -> tuple[int, int] | None:
 
 
 def _attention_text(counts: dict[str, int], labels: list[str], layers: int) -> str:
-    """``causal + cross attention``; with counts when kinds take turns (``8 bidirectional, 14 sliding-window(64)``)."""
+    """``causal + cross attention``; with counts when kinds take turns (``8 bidirectional, 14 bidirectional
+    sliding-window(64)``): a window is a reach, and has a direction too."""
     if not labels:
         return ""
+    said = {label: kinds.attention_words(label) for label in labels}
     if all(counts.get(label, layers) == layers for label in labels):
-        return f"{' + '.join(labels)} attention"
-    return "attention " + ", ".join(f"{counts[label]} {label}" if label in counts else label for label in labels)
+        return f"{' + '.join(said[label] for label in labels)} attention"
+    return "attention " + ", ".join(
+        f"{counts[label]} {said[label]}" if label in counts else said[label] for label in labels
+    )
 
 
 def stack_line(graph: nx.DiGraph, path: str, stack: dict[str, Any]) -> str:

@@ -208,7 +208,7 @@ class _Labeller:
         """``causal attention · rotary positions``: the kinds, and the positions that act inside attention."""
         if not labels:
             return ""
-        line = f"{' + '.join(labels)} attention"
+        line = f"{' + '.join(kinds.attention_words(label) for label in labels)} attention"
         if all(label == g.CROSS for label in labels):
             return line  # cross-attention reads no positions (T5's cross bias is the padding mask alone)
         positions = kinds.stack_positions(self.graph, lookup_path(module))
@@ -412,8 +412,6 @@ class _Labeller:
             params_line += f" · tied to {tied_to}"  # those weights are counted where they live
         module_lines = [type_line, params_line, shape_text]
         period = _period_of(module) if is_fold_root else None
-        if period:
-            module_lines.insert(1, f"a pattern of {period[0]} layers, repeated")
         module_lines += facts
         if self.holds_experts(module):
             module_lines.append(self.experts_line)
@@ -441,8 +439,7 @@ class _Labeller:
             title += f" × {calls} · shared weights"
         period = _period_of(path) if folded_here(path) else None
         if period:
-            title += f" × {repeat} (a pattern of {period[0]} layers, repeated)"
-            title += f" · {figures.short(params // repeat)} params each"
+            title += f" · {figures.short(params // repeat)} params each"  # the pattern's frame says × N
         elif folded_here(path):
             title += f" × {repeat} · {figures.short(params // repeat)} params each"
         elif params:
@@ -606,6 +603,51 @@ def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     return not is_within(shown.nodes[source].get(g.MODULE, ""), data.get(g.MODULE, ""))
 
 
+_PERIODIC = re.compile(r"^(?P<container>.*)\.(?P<first>\d+)-(?P<last>\d+)/(?P<step>\d+)$")
+
+
+def _frame_periods(
+    diagram: Diagram, shown: nx.DiGraph, prefix: str, cluster_params: dict[str, int], backbone: str
+) -> None:
+    """The layers of a repeating pattern in one frame, in the order they run: ``layers.1–21 · 3 layers × 7``.
+
+    A periodic fold draws each position of the period as its own fold (``layers.1-19/3``,
+    ``layers.2-20/3``, ``layers.3-21/3``); one after another they read as seven of one kind, seven
+    of the next, seven of the last. In one frame, chained in run order, they read as what runs:
+    the pattern, seven times. The frame's id is no fold's path (``layers.1-21~3``).
+    """
+    members: dict[tuple[str | None, str, int, int], list[tuple[int, int, str, bool]]] = defaultdict(list)
+    clusters = {c.id: c for c in diagram.clusters}
+    candidates = [(c.id, c.parent, True) for c in diagram.clusters]
+    candidates += [(n.id, diagram.membership.get(n.id), False) for n in diagram.nodes if n.id not in clusters]
+    for ident, parent, is_cluster in candidates:
+        found = _PERIODIC.match(ident[len(prefix) :])
+        if found is None:
+            continue
+        first, last, step = (int(found.group(k)) for k in ("first", "last", "step"))
+        members[parent, found.group("container"), step, (last - first) // step + 1].append(
+            (first, last, ident, is_cluster)
+        )
+    for (parent, container, step, count), found in sorted(members.items(), key=lambda item: str(item[0])):
+        found.sort()
+        if [first for first, *_ in found] != list(range(found[0][0], found[0][0] + step)):
+            continue  # not a whole period side by side: drawn as it is
+        start, end = found[0][0], found[-1][1]
+        frame = f"{prefix}{container}.{start}-{end}~{step}"  # no fold's path: a frame, not a module
+        params = sum(
+            cluster_params.get(ident, 0) if is_cluster else int(shown.nodes[ident[len(prefix) :]].get(g.PARAMS, 0))
+            for *_, ident, is_cluster in found
+        )
+        name = display_name(container, backbone).rsplit(".", 1)[-1]
+        title = f"{name}.{start}–{end} · {step} layers × {count} · {figures.short(params // count)} params each"
+        diagram.clusters.append(Cluster(frame, title, parent, "repeat"))
+        for *_, ident, is_cluster in found:
+            if is_cluster:
+                diagram.clusters = [replace(c, parent=frame) if c.id == ident else c for c in diagram.clusters]
+            else:
+                diagram.membership[ident] = frame
+
+
 def _mask_sources(graph: nx.DiGraph, shown: nx.DiGraph, nodes: list[Node], prefix: str) -> set[str]:
     """The view nodes whose edges carry an attention mask: the inputs the facts pass found masking
     attention (``attention_mask``) and the nodes that compute a mask (a boolean edge is one too).
@@ -737,10 +779,12 @@ def build_diagram(
             )
         )
 
+    _frame_periods(diagram, shown, prefix, cluster_params, backbone)
     position = {node_id: index for index, node_id in enumerate(order)}
     side = {node: roles.stack_side(graph, shown.nodes[node].get(g.MODULE, "")) for node in order}
     layer_names = {roles.ENCODER_ONLY: "encoder layer", "decoder-only": "decoder layer"}
     diagram.kind_names["block"] = layer_names.get(roles.structure(graph), "layer")
+    diagram.kind_names["attention-sliding"] = kinds.window_directions(roles.attention_labels(graph, ""))
     masks = _mask_sources(graph, shown, diagram.nodes, prefix)
     for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
         label = edge_label(shown, source, target, edge_labels)

@@ -40,7 +40,7 @@ class Cluster:
     id: str
     title: str
     parent: str | None
-    role: str  # "backbone", "head", "module" or "variant"
+    role: str  # "backbone", "head", "module", "variant" or "repeat" (a repeating pattern's layers)
     highlight: bool = False
 
 
