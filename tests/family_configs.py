@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _BERT_LIKE: dict[str, Any] = {
     "vocab_size": 99,
@@ -113,3 +117,51 @@ def shallow(model_type: str, config: dict[str, Any], layers: int = 2) -> dict[st
     fields = [family.sizes[name] for name in ("layers", "decoder_layers") if name in family.sizes]
     fields.append("num_hidden_layers")  # BART's alias of encoder_layers
     return {**config, **{field: min(layers, config[field]) for field in fields if field in config}}
+
+
+# Encoder-decoders of no preset, from transformers' config classes: a T5 of 4 + 3 layers and a BART of 3 + 3
+# drew the decoder left of the encoder at depth 1 while every preset drew it right.
+UNEVEN = {
+    "t5-4+3": (
+        "T5Config",
+        {
+            "vocab_size": 99,
+            "d_model": 32,
+            "d_kv": 8,
+            "d_ff": 37,
+            "num_layers": 4,
+            "num_decoder_layers": 3,
+            "num_heads": 4,
+            "relative_attention_num_buckets": 8,
+            "relative_attention_max_distance": 16,
+            "decoder_start_token_id": 0,
+        },
+    ),
+    "bart-3+3": (
+        "BartConfig",
+        {
+            "vocab_size": 99,
+            "d_model": 32,
+            "encoder_layers": 3,
+            "decoder_layers": 3,
+            "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4,
+            "encoder_ffn_dim": 37,
+            "decoder_ffn_dim": 37,
+            "max_position_embeddings": 64,
+        },
+    ),
+}
+
+
+def uneven(name: str, head: str, folder: Path) -> nx.DiGraph:
+    """One of :data:`UNEVEN`, built by its config class and traced (through the run's cache)."""
+    import transformers
+
+    import bertgraph
+
+    kind, values = UNEVEN[name]
+    target = folder / name
+    if not (target / "config.json").is_file():
+        getattr(transformers, kind)(**values).save_pretrained(target)
+    return bertgraph.trace(str(target), head).graph

@@ -398,19 +398,18 @@ def sides(graph: nx.DiGraph, diagram: Diagram, depth: int) -> dict[str, str]:
 
 
 def decoder_left(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Layout) -> list[str]:
-    """What of the decoder is drawn left of the encoder: its frame, or (no frames, depth 1) its boxes."""
+    """What of the decoder is drawn left of the encoder: its frame, or (no frames, depth 1) its boxes' centres."""
     if roles.structure(graph) != roles.ENCODER_DECODER:
         return []
     frames = stack_frames(graph, diagram)
     if {"encoder", "decoder"} <= set(frames):
         encoder, decoder = layout.clusters[frames["encoder"]], layout.clusters[frames["decoder"]]
         return [] if encoder.right <= decoder.left else [f"{frames['decoder']} frame"]
+    # Each stack a single box: the decoder's right of the encoder's (below it, it may reach under it).
     side = sides(graph, diagram, depth)
-    encoder = [layout.shapes[n].box.right for n, s in side.items() if s == "encoder" and n in layout.shapes]
-    decoder = [layout.shapes[n].box.left for n, s in side.items() if s == "decoder" and n in layout.shapes]
-    if encoder and decoder and max(encoder) > min(decoder):
-        return [n for n, s in side.items() if s == "decoder" and layout.shapes[n].box.left < max(encoder)]
-    return []
+    encoder = [layout.centres[n][0] for n, s in side.items() if s == "encoder" and n in layout.centres]
+    decoder = {n: layout.centres[n][0] for n, s in side.items() if s == "decoder" and n in layout.centres}
+    return [n for n, x in decoder.items() if encoder and x <= max(encoder)]
 
 
 def foreign_inputs(graph: nx.DiGraph, diagram: Diagram, depth: int) -> list[str]:
@@ -440,17 +439,24 @@ def foreign_inputs(graph: nx.DiGraph, diagram: Diagram, depth: int) -> list[str]
 
 
 def through_other_stack(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Layout) -> list[tuple[str, str]]:
-    """Edges that run through the decoder's frame without an end in it (the encoder's output snaking
-    down between the decoder's blocks), and through the encoder's the same way."""
+    """Edges that run through a stack's frame without an end in it (the encoder's output snaking down
+    between the decoder's blocks)."""
     frames = stack_frames(graph, diagram)
-    side = sides(graph, diagram, depth)
+    parents = {c.id: c.parent for c in diagram.clusters}
+
+    def within(node: str, frame: str) -> bool:
+        cluster = diagram.membership.get(node)
+        while cluster is not None and cluster != frame:
+            cluster = parents.get(cluster)
+        return cluster == frame
+
     wrong = []
-    for stack, frame in frames.items():
+    for frame in frames.values():
         box = layout.clusters.get(frame)
         if box is None:
             continue
         for line in layout.lines:
-            if stack in (side.get(line.tail), side.get(line.head)) or line.style == "cross":
+            if within(line.tail, frame) or within(line.head, frame):
                 continue
             if sum(1 for x, y in line.points if box.holds(x, y, -2.0)) > 2:
                 wrong.append((line.tail, line.head))

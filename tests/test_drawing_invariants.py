@@ -25,15 +25,18 @@ from bertgraph.model import ModelSpec, family_of
 from bertgraph.render import style, text
 from bertgraph.render.diagram import Diagram, build, build_diagram
 from tests.colour import delta_e
-from tests.family_configs import TINY
+from tests.family_configs import TINY, UNEVEN, uneven
 from tests.layout import (
     Layout,
     cycles,
+    decoder_left,
     faint_texts,
     fold_mismatches,
+    foreign_inputs,
     lay_out,
     residual_origins,
     summary_folds,
+    through_other_stack,
     upward_edges,
 )
 
@@ -168,6 +171,16 @@ def check(graph: nx.DiGraph, depth: int, role_titles: bool = True) -> None:
     # A skip connection starts where the tensor it adds was made (not at LLaMA's norm, whose
     # returning cast the export records as the reader of the layer's input).
     assert residual_origins(graph, diagram, depth, layout) == []
+    check_sides(graph, diagram, depth, layout)
+
+
+def check_sides(graph: nx.DiGraph, diagram: Diagram, depth: int, layout: Layout) -> None:
+    """An encoder-decoder: the encoder left of the decoder (its frame, or its box at depth 1), each input
+    in the frame of a stack that reads it (the encoder's attention mask in the encoder's), and no edge
+    through a stack's frame without an end in it (the encoder's output snaking between decoder blocks)."""
+    assert decoder_left(graph, diagram, depth, layout) == []
+    assert foreign_inputs(graph, diagram, depth) == []
+    assert through_other_stack(graph, diagram, depth, layout) == []
 
 
 @pytest.mark.parametrize("model_type", sorted(TINY))
@@ -338,6 +351,21 @@ def test_a_pattern_of_four_layers_is_framed_too(tmp_path: Path, dot_binary: str)
     for depth in (1, 2):
         check_pattern_frame(graph, depth, 4, 2)
         check(graph, depth)
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("uneven")
+
+
+@pytest.mark.parametrize("name", sorted(UNEVEN))
+def test_an_encoder_decoder_of_any_config_draws_its_encoder_left(name: str, configs: Path, dot_binary: str) -> None:
+    graph = uneven(name, "base", configs)
+    for depth in DEPTHS:
+        check(graph, depth)
+    classifier = uneven(name, "sequence-classification", configs) if name.startswith("bart") else None
+    for depth in HEAD_DEPTHS if classifier is not None else ():
+        check(classifier, depth)
 
 
 # A classifier's pooling, by the head's family: what it picks from each sequence.

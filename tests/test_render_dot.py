@@ -65,7 +65,7 @@ def test_depth_two_labels_and_tooltips(traced: Callable[..., Architecture], dot_
         "sum of embeddings",  # the compact layout: the three tables are lines of their sum
         "word_embeddings 30522 × 768 · 23.4M params",
         "with attention mask [batch, 1, seq, seq]",  # and the mask a line of the layers it feeds
-        "12 layers · hidden 768 · 12 heads · FFN 3072 · bidirectional attention · 109M parameters",  # the caption
+        "12 layers · hidden 768 · 12 heads · FFN 3072 · bidirectional attention · absolute positions · LayerNorm",
         "[batch, 2]",
         "bidirectional attention",  # the layers' colour and legend entry: their attention kind, read off the ops
     ):

@@ -16,10 +16,11 @@ from bertgraph.render.diagram import build_diagram
 from tests import drawn
 from tests.colour import contrast
 from tests.conftest import require
+from tests.family_configs import UNEVEN, uneven
 from tests.graph_fixtures import bert_tiny
 from tests.helpers import DEPTH_TWO_LABELS
 from tests.helpers import shuffled as shuffle
-from tests.mermaid_browser import browser_available, render_mermaid, svg_text
+from tests.mermaid_browser import browser_available, node_centres, render_mermaid, svg_text
 
 
 def needs_browser() -> None:
@@ -132,3 +133,35 @@ def test_every_mermaid_text_is_readable_on_its_fill(theme: str) -> None:
     assert len(looks) > 20
     faint = [(look["fill"], look["color"]) for look in looks if contrast(look["color"], look["fill"]) < 4.5]
     assert faint == []
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("uneven")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("name", sorted(UNEVEN))
+def test_mermaid_draws_the_encoder_left_as_mermaid_js_lays_it_out(name: str, configs: Path) -> None:
+    # A T5 of 4 + 3 layers and a BART of 3 + 3, and BART's classifier: mermaid.js put the decoder left of
+    # the encoder. Read off where mermaid.js placed each node of either stack. (Held at depths 1-2; at
+    # depth 3, and for the classifier at depth 1, mermaid.js still chooses its own order.)
+    needs_browser()
+    graphs = {"base": uneven(name, "base", configs)}
+    if name.startswith("bart"):
+        graphs["sequence-classification"] = uneven(name, "sequence-classification", configs)
+    texts, sides = {}, {}
+    for head, graph in graphs.items():
+        for depth in (1, 2) if head == "base" else (2,):
+            diagram = build_diagram(graph, depth)
+            ids: dict[str, str] = {}
+            texts[head, depth] = "\n".join(mermaid.generate_lines(diagram, ids=ids)) + "\n"
+            sides[head, depth] = {ids[node]: side for node, side in diagram.sides.items() if node in ids}
+    results = render_mermaid({f"{head}-{depth}": text for (head, depth), text in texts.items()})
+    for (head, depth), found in sides.items():
+        result = results[f"{head}-{depth}"]
+        assert result.ok, result.error
+        centres = node_centres(result.svg)
+        encoder = [centres[n][0] for n, side in found.items() if side == "encoder"]
+        decoder = [centres[n][0] for n, side in found.items() if side == "decoder"]
+        assert encoder and decoder and max(encoder) < min(decoder), (head, depth, encoder, decoder)

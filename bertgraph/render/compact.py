@@ -154,7 +154,7 @@ def _table_line(table: Node) -> str:
 
 
 def _place_io(diagram: Diagram) -> None:
-    """Inputs drawn in the innermost cluster holding every node that reads them; outputs at the bottom.
+    """Inputs drawn in the innermost cluster holding every node of their stack that reads them; outputs at the bottom.
 
     In no cluster, Graphviz gives each input a column beside the backbone; inside its readers'
     cluster it sits just above them, in a column the drawing has anyway.
@@ -167,35 +167,22 @@ def _place_io(diagram: Diagram) -> None:
         readers = [e.target for e in diagram.edges if e.source == node.id]
         if not readers:
             outputs.append(node.id)
-            _in_backbone(diagram, node.id, parents)
             continue
-        chains = [_chain(diagram.membership.get(r), parents) for r in readers]
+        # An input a stack reads sits with that stack's readers: the encoder's (its attention mask, which
+        # the decoder's cross-attention reads too; BART's input ids, which its classifier reads too).
+        side = diagram.sides.get(node.id)
+        own = [r for r in readers if diagram.sides.get(r) == side] if side else readers
+        chains = [_chain(diagram.membership.get(r), parents) for r in own or readers]
         common = chains[0]
         for chain in chains[1:]:
             common = [c for c, other in zip(common, chain) if c == other]
-        if diagram.left_of and len(common) < 2:
-            # Not straight into an encoder-decoder's backbone: that changes which stack Graphviz
-            # places first. Read by both stacks (BART's attention_mask): in the last reader's stack.
-            common = chains[-1][:2]
         if common and common[-1] is not None:
             diagram.membership[node.id] = common[-1]
             _above_first_block(diagram, node.id, chains, len(common), parents)
     if outputs:
-        diagram.bottom = outputs
-
-
-def _in_backbone(diagram: Diagram, node: str, parents: dict[str | None, str | None]) -> None:
-    """An encoder-decoder's output drawn inside the backbone's box that computes it (on the last rank).
-
-    Outside every box, Graphviz put T5's encoder output right of the decoder's column, its edge
-    running down the whole decoder beside it; inside the backbone it sits under the encoder,
-    where the drawing is empty once the encoder has ended.
-    """
-    producers = [e.source for e in diagram.edges if e.target == node]
-    if diagram.left_of and producers:
-        chain = _chain(diagram.membership.get(producers[0]), parents)
-        if chain:
-            diagram.membership[node] = chain[0]
+        # The encoder's output first: the writers keep this order left to right on the last rank, and
+        # with it the encoder's column left of the decoder's (render/dot.py).
+        diagram.bottom = sorted(outputs, key=lambda n: diagram.sides.get(n) != "encoder")
 
 
 def _above_first_block(

@@ -621,16 +621,16 @@ def _frame_periods(
     candidates = [(c.id, c.parent, True) for c in diagram.clusters]
     candidates += [(n.id, diagram.membership.get(n.id), False) for n in diagram.nodes if n.id not in clusters]
     for ident, parent, is_cluster in candidates:
-        found = _PERIODIC.match(ident[len(prefix) :])
-        if found is None:
+        match = _PERIODIC.match(ident[len(prefix) :])
+        if match is None:
             continue
-        first, last, step = (int(found.group(k)) for k in ("first", "last", "step"))
-        members[parent, found.group("container"), step, (last - first) // step + 1].append(
+        first, last, step = (int(match.group(k)) for k in ("first", "last", "step"))
+        members[parent, match.group("container"), step, (last - first) // step + 1].append(
             (first, last, ident, is_cluster)
         )
     for (parent, container, step, count), found in sorted(members.items(), key=lambda item: str(item[0])):
         found.sort()
-        if [first for first, *_ in found] != list(range(found[0][0], found[0][0] + step)):
+        if [member[0] for member in found] != list(range(found[0][0], found[0][0] + step)):
             continue  # not a whole period side by side: drawn as it is
         start, end = found[0][0], found[-1][1]
         frame = f"{prefix}{container}.{start}-{end}~{step}"  # no fold's path: a frame, not a module
@@ -795,6 +795,8 @@ def build_diagram(
             style, label = "cross", (f"cross-attention {label}" if label else "")
         diagram.edges.append(Edge(f"{prefix}{source}", f"{prefix}{target}", label, style, _shape_label(data)))
 
+    if roles.structure(graph) == roles.ENCODER_DECODER:
+        diagram.sides = _sides(shown, side, prefix)
     beside = _encoder_beside_decoder(shown, order, side)
     if beside is not None:
         diagram.same_rank.append((f"{prefix}{beside[0]}", f"{prefix}{beside[1]}"))
@@ -834,6 +836,32 @@ def _relabel(diagram: Diagram, edge_labels: str) -> None:
             label = f"cross-attention {label}" if label else ""
         relabelled.append(replace(edge, label=label))
     diagram.edges = relabelled
+
+
+def _sides(shown: nx.DiGraph, side: dict[str, str | None], prefix: str) -> dict[str, str]:
+    """Each drawn node's stack side: its module's; an input's, the first stack that reads it (the encoder's
+    attention mask is the encoder's though the decoder's cross-attention reads it too); an output's, its maker's."""
+    found = {
+        node: kind for node, kind in side.items() if kind and shown.nodes[node].get(g.KIND) not in (g.INPUT, g.OUTPUT)
+    }
+    for node in g.ops_in_order(shown)[::-1]:
+        # a step of no stack whose output only one stack reads (the decoder's inputs shifted right) is that stack's
+        stacks = {found.get(r) for r in shown.successors(node)}
+        if node not in found and shown.nodes[node].get(g.KIND) == g.MODULE_NODE and len(stacks) == 1:
+            only = stacks.pop()
+            if only:
+                found[node] = only
+    for node in shown:
+        kind = shown.nodes[node].get(g.KIND)
+        if kind == g.INPUT:
+            readers = [found[r] for r in shown.successors(node) if r in found]
+            if readers:
+                found[node] = roles.ENCODER if roles.ENCODER in readers else readers[0]
+        elif kind == g.OUTPUT:
+            makers = [found[m] for m in shown.predecessors(node) if m in found]
+            if makers:
+                found[node] = makers[0]
+    return {f"{prefix}{node}": kind for node, kind in found.items()}
 
 
 def _encoder_beside_decoder(shown: nx.DiGraph, order: list[str], side: dict[str, str | None]) -> tuple[str, str] | None:

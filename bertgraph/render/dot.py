@@ -262,8 +262,11 @@ def generate_lines(
             attrs["color"] = line.stroke
         if edge.style == "residual":
             attrs[label_key] = f" {residual_label(edge.label)} "
-        elif edge.style == "cross":
-            # Ranked like every edge: the decoder's cross-attention sits below the encoder's output.
+        if edge.style == "cross" or diagram.sides.get(edge.source) == "encoder" != diagram.sides.get(
+            edge.target, "encoder"
+        ):
+            # Ranked like every edge (the decoder's cross-attention sits below the encoder's output), but
+            # pulling neither stack's column toward the other: cross-attention and its padding mask.
             attrs["weight"] = "0"
         suffix = f" {_attrs(**attrs)}" if attrs else ""
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
@@ -274,6 +277,12 @@ def generate_lines(
         yield f"  {dot_string(ident(above))} -> {dot_string(ident(under))} [style=invis]"
     if diagram.bottom:
         yield "  { rank=max; " + " ".join(dot_string(ident(n)) + ";" for n in diagram.bottom) + " }"
+        # Left to right in this order (the encoder's output first), outside every box, where Graphviz
+        # keeps a flat edge's ends in its direction: the encoder's column then stands left of the
+        # decoder's at every depth (a T5 of 4 + 3 layers drew the decoder left at depth 1).
+        if any(diagram.sides.get(node) == "encoder" for node in diagram.bottom):
+            for left, right in zip(diagram.bottom, diagram.bottom[1:]):
+                yield f"  {dot_string(ident(left))} -> {dot_string(ident(right))} [style=invis]"
     yield "}"
 
 

@@ -20,6 +20,7 @@ from bertgraph.graph.views import OPERATOR_LEVEL
 from bertgraph.render import style
 from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build, residual_label
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
+from bertgraph.render.records import Cluster
 
 MAX_EDGES = 500
 MAX_TEXT = 50_000
@@ -42,10 +43,10 @@ def _label(node: Node) -> str:
     return "<br/>".join([f"<b>{mermaid_text(node.title)}</b>", *(mermaid_text(line) for line in node.lines)])
 
 
-def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
-    """Mermaid flowchart lines for ``diagram``."""
+def generate_lines(diagram: Diagram, theme: str = "light", ids: dict[str, str] | None = None) -> Iterable[str]:
+    """Mermaid flowchart lines for ``diagram``; ``ids``, when given, is filled with each node's Mermaid id."""
     colours = style.theme(theme)
-    ids: dict[str, str] = {}
+    ids = {} if ids is None else ids
     taken: set[str] = set()
 
     def node_id(name: str) -> str:
@@ -63,20 +64,18 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
     if theme == "dark":
         yield '%%{init: {"theme": "dark"}}%%'
     yield "flowchart TB"
-    # The outputs at top level: DOT draws an encoder-decoder's inside its backbone, on the last rank
-    # (render/compact.py); mermaid.js has no last rank, and there they made T5's drawing 2.8 times as wide.
-    bottom = set(diagram.bottom)
-    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
-    for node in diagram.nodes:
-        nodes_in[None if node.id in bottom else diagram.membership.get(node.id)].append(node)
-    children = diagram.clusters_by_parent()
+    nodes_in, children, invisible = _placement(diagram)
 
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):
             opening, closing = _SHAPES[style.look(node.kind, theme).shape]
             yield f"{indent}{node_id(node.id)}{opening}{_label(node)}{closing}"
         for cluster in children.get(parent, []):
-            yield f'{indent}subgraph {cluster_id(cluster.id)}["{mermaid_text(cluster.title)}"]'
+            title = " " if cluster.id in invisible else mermaid_text(cluster.title)
+            yield f'{indent}subgraph {cluster_id(cluster.id)}["{title}"]'
+            # Stated, so that a box no edge leaves is not laid out left to right (mermaid.js turns the
+            # direction of such a subgraph, and T5's backbone came out 2.8 times as wide).
+            yield f"{indent}  direction TB"
             yield from emit(cluster.id, indent + "  ")
             yield f"{indent}end"
 
@@ -107,6 +106,63 @@ def generate_lines(diagram: Diagram, theme: str = "light") -> Iterable[str]:
 
     yield from _class_lines(diagram, colours, theme, node_id)
     yield from _cluster_styles(diagram, theme, cluster_id)
+
+
+def _placement(
+    diagram: Diagram,
+) -> tuple[dict[str | None, list[Node]], dict[str | None, list[Cluster]], set[str]]:
+    """Nodes and clusters by the cluster they are written in, and the frames written without a look.
+
+    An encoder-decoder's outputs go inside its backbone: then no edge leaves the backbone, and
+    mermaid.js lays it out by itself, keeping the order its boxes are written in, right-hand first —
+    the decoder's frame before the encoder's, as render/dot.py writes them. Where the stacks are
+    single boxes (depth 1), each stack's inputs, box and output are framed without a look, so that
+    the frames, written decoder first, put the encoder left. Outside an encoder-decoder the outputs
+    stay at top level, under everything.
+    """
+    clusters = list(diagram.clusters)
+    membership = dict(diagram.membership)
+    invisible: set[str] = set()
+    sided = {diagram.sides.get(node.id) for node in diagram.nodes} >= {"encoder", "decoder"}
+    tops = [c.id for c in clusters if c.parent is None and c.role == "backbone"]
+    if sided and tops:
+        for output in diagram.bottom:
+            if diagram.sides.get(output):  # made by a stack (a classifier's logits stay outside)
+                membership[output] = tops[0]
+        for side in ("decoder", "encoder"):
+            members = [
+                n.id for n in diagram.nodes if diagram.sides.get(n.id) == side and membership.get(n.id) == tops[0]
+            ]
+            if members and not [
+                c for c in clusters if c.parent == tops[0] and _side_of(diagram, c.id, clusters) == side
+            ]:
+                frame = f"{tops[0]} {side} side"
+                clusters.append(Cluster(frame, "", tops[0], "module"))
+                invisible.add(frame)
+                membership.update(dict.fromkeys(members, frame))
+    nodes_in: dict[str | None, list[Node]] = defaultdict(list)
+    for node in diagram.nodes:
+        inside = node.id not in diagram.bottom or (sided and node.id in diagram.sides)
+        nodes_in[membership.get(node.id) if inside else None].append(node)
+    children: dict[str | None, list[Cluster]] = defaultdict(list)
+    for cluster in clusters:
+        children[cluster.parent].append(cluster)
+    if sided:
+        for found in children.values():
+            found.sort(key=lambda c: _side_of(diagram, c.id, clusters) != "decoder")
+    return nodes_in, children, invisible
+
+
+def _side_of(diagram: Diagram, cluster: str, clusters: list[Cluster]) -> str | None:
+    """The stack side every node inside ``cluster`` (at any depth) is on, or None."""
+    inside = {cluster}
+    grew = True
+    while grew:
+        more = {c.id for c in clusters if c.parent in inside} - inside
+        grew = bool(more)
+        inside |= more
+    found = {diagram.sides.get(n.id) for n in diagram.nodes if diagram.membership.get(n.id) in inside}
+    return found.pop() if len(found) == 1 else None
 
 
 def _link_styles(diagram: Diagram, theme: str) -> Iterable[str]:

@@ -61,6 +61,7 @@ class Diagram:
     caption: list[str] = field(default_factory=list)  # the facts under the title (layers, hidden size, heads, …)
     bottom: list[str] = field(default_factory=list)  # nodes drawn on the last rank (the model's outputs)
     below: list[tuple[str, str]] = field(default_factory=list)  # (a, b): b drawn on a rank below a's, no edge drawn
+    sides: dict[str, str] = field(default_factory=dict)  # node id → "encoder" or "decoder": the stack it belongs to
 
     def kind_name(self, kind: str) -> str:
         """The legend's name of a kind (a decoder's layers are decoder layers)."""
@@ -77,6 +78,7 @@ class Diagram:
         self.left_of += part.left_of
         self.bottom += part.bottom
         self.below += part.below
+        self.sides.update(part.sides)
 
     @property
     def cross(self) -> bool:
