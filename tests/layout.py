@@ -108,11 +108,11 @@ class Layout:
 
 
 def lay_out(diagram: Diagram, theme: str = "light") -> Layout:
-    """Run the real ``dot -Tjson`` on the diagram's DOT source and read the positions back."""
+    """Lay the diagram's DOT source out as bertgraph draws it (``graphviz_run.render``: the real ``dot``,
+    then its positions drawn by ``neato -n2``) and read back what was drawn (``-Tjson``)."""
     ids: dict[str, str] = {}
     source = "\n".join(dot.generate_lines(diagram, theme, ids=ids))
-    done = subprocess.run(["dot", "-Tjson"], input=source.encode(), capture_output=True, check=True)
-    data = json.loads(done.stdout)
+    data = json.loads(drawn_json(source))
     by_dot = {dot_name: name for name, dot_name in ids.items()}
     objects = data.get("objects", [])
     centres: dict[str, tuple[float, float]] = {}
@@ -137,7 +137,10 @@ def lay_out(diagram: Diagram, theme: str = "light") -> Layout:
                 box, item.get("shape", ""), item.get("style", ""), item.get("fillcolor", ""), item.get("color", "")
             )
             fills += _paints(item.get("_draw_", []))
-            texts += _texts(item.get("_ldraw_", []))
+            drawn = _texts(item.get("_ldraw_", []))
+            texts += drawn
+            if key.startswith("title ") and drawn:  # a frame's title drawn as a node of its own
+                titles[key[len("title ") :]] = _extent(drawn)
         elif "bb" in item and name.startswith("cluster_"):
             left, bottom, right, top = (float(v) for v in item["bb"].split(","))
             cluster = by_dot.get(name[len("cluster_") :], name).removeprefix("cluster ")
@@ -146,12 +149,7 @@ def lay_out(diagram: Diagram, theme: str = "light") -> Layout:
             title = _texts(item.get("_ldraw_", []))
             texts += title
             if title:
-                titles[cluster] = Box(
-                    min(t.x - t.width / 2 for t in title),
-                    min(t.y - t.size / 2 for t in title),
-                    max(t.x + t.width / 2 for t in title),
-                    max(t.y + t.size / 2 for t in title),
-                )
+                titles[cluster] = _extent(title)
     style = {(e.source, e.target): e.style for e in diagram.edges}
     edges, labels, lines = [], {}, []
     for edge in data.get("edges", []):
@@ -181,6 +179,16 @@ class _Drawn:
 
     def text_of(self) -> Text:
         return Text(self.text, self.x, self.y, self.size, self.colour)
+
+
+def _extent(texts: list[_Drawn]) -> Box:
+    """The box the lines of a text cover."""
+    return Box(
+        min(t.x - t.width / 2 for t in texts),
+        min(t.y - t.size / 2 for t in texts),
+        max(t.x + t.width / 2 for t in texts),
+        max(t.y + t.size / 2 for t in texts),
+    )
 
 
 def _texts(ops: list[dict[str, object]]) -> list[_Drawn]:
@@ -228,6 +236,18 @@ def _bezier(points: list[list[float]], steps: int = 12) -> list[tuple[float, flo
             a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t**2, t**3
             found.append((a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3))
     return found
+
+
+def drawn_json(source: str) -> bytes:
+    """Graphviz's ``-Tjson`` of what bertgraph draws for ``source``; an older bertgraph (whose runner
+    draws images only, as the drawings benchmark runs it) laid out by ``dot`` alone, as it drew."""
+    from bertgraph.errors import RenderError
+    from bertgraph.render import graphviz_run
+
+    try:
+        return graphviz_run.render(source, "json")
+    except RenderError:
+        return subprocess.run(["dot", "-Tjson"], input=source.encode(), capture_output=True, check=True).stdout
 
 
 def cycles(diagram: Diagram) -> list[list[str]]:

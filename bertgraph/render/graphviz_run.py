@@ -6,6 +6,7 @@ install; a failed layout carries Graphviz's own message.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -56,21 +57,36 @@ def check_size(edges: int) -> None:
 def render(dot_source: str, fmt: str) -> bytes:
     """Lay out ``dot_source`` with ``dot`` and return the ``fmt`` bytes (deterministic).
 
+    ``fmt`` is an image format, or ``json`` (Graphviz's own description of what it drew, for the
+    checks that read a drawing back). The layout is dot's; it is drawn from its positions by
+    ``neato -n2`` after :func:`~bertgraph.render.untangle.clear_titles` has sent the edges that ran
+    through a frame's title round it.
+
     Raises:
         RenderError: dot is missing or rejects the source.
     """
+    from bertgraph.render import untangle
+
+    if fmt not in (*FORMATS, "json"):
+        raise RenderError(f"unknown image format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    laid = untangle.framed(_pipe("dot", "dot", dot_source.encode("utf-8")).decode("utf-8"))
+    drawn = json.loads(_pipe("neato", "json", laid.encode("utf-8"), "-n2"))
+    settled = untangle.clear_titles(laid, drawn).encode("utf-8")
+    data = _pipe("neato", fmt, settled, "-n2")
+    return _fixed_pdf_date(data) if fmt == "pdf" else data
+
+
+def _pipe(engine: str, fmt: str, data: bytes, *flags: str) -> bytes:
+    """One Graphviz run: ``engine`` with ``flags`` turns ``data`` into ``fmt``."""
     import graphviz
 
-    if fmt not in FORMATS:
-        raise RenderError(f"unknown image format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     try:
-        data = graphviz.pipe("dot", fmt, dot_source.encode("utf-8"), quiet=True)
+        return graphviz.pipe(engine, fmt, data, quiet=True, neato_no_op=2 if "-n2" in flags else None)
     except graphviz.ExecutableNotFound as error:
         raise RenderError(missing_dot()) from error
     except graphviz.CalledProcessError as error:
         stderr = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise RenderError(f"Graphviz failed: {stderr[0] if stderr else error}") from error
-    return _fixed_pdf_date(data) if fmt == "pdf" else data
 
 
 def _fixed_pdf_date(data: bytes) -> bytes:
