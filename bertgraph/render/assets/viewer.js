@@ -122,12 +122,12 @@
   function start() {
     const box = stage.getBoundingClientRect(), { width, height } = size();
     const whole = Math.min((box.width - 2 * MARGIN) / width, (box.height - 2 * MARGIN) / height);
+    const first = flowStart();  // measured under the view the boxes are drawn with, before it changes
     view.scale = Math.max(readable(), Math.min(1, whole));
     const drawn = { width: width * view.scale, height: height * view.scale };
     if (drawn.width <= box.width - 2 * MARGIN) {
       view.x = (box.width - drawn.width) / 2;
     } else {
-      const first = flowStart();
       let left = 0, right = width;
       if (first) {
         const last = first[first.length - 1];
