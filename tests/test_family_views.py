@@ -130,7 +130,7 @@ def test_modernbert_folds_by_its_pattern_and_shows_both_kinds(tiny: Callable[[st
                 assert len({content[f"layers.{i}"] for i in range(first, last + 1, step)}) == 1
         assert sum(int(d.get(g.PARAMS, 0)) for _, d in shown.nodes(data=True)) == stats.parameter_stats(graph)["total"]
     text = mermaid.generate_mermaid(graph, depth=1).text
-    assert "layers.1, 4, 7" in text and "a pattern of 3 layers, repeated" in text
+    assert "layers.1, 4, 7" in text and "layers.1–9 · 3 layers × 3" in text  # the pattern's frame, in run order
     assert "sliding-window(16) attention" in text and "bidirectional attention" in text
     assert "sliding-window attention" in text and "bidirectional attention" in text  # the legend
 
@@ -301,7 +301,7 @@ def test_the_published_modernbert_and_albert_fold_as_the_readme_says(traced: Cal
     text = mermaid.generate_mermaid(modernbert, depth=1).text
     for title in ("layers.0", "layers.1, 4, …, 19", "layers.2, 5, …, 20", "layers.3, 6, …, 21"):
         assert f"<b>{title}</b>" in text, title
-    assert text.count("ModernBertEncoderLayer × 7") == 3 and "a pattern of 3 layers, repeated" in text
+    assert text.count("ModernBertEncoderLayer × 7") == 3 and "layers.1–21 · 3 layers × 7" in text
     albert = traced("albert-base-v2").graph
     assert "AlbertLayerGroup × 12 · shared weights" in mermaid.generate_mermaid(albert, depth=2).text
     rows = table_rows(kinds_of([albert, modernbert]))

@@ -81,7 +81,8 @@ def test_the_caption_states_the_configs_facts(name: str, traced: Callable[..., b
         assert fact in text, (fact, caption)
     if getattr(config, "is_encoder_decoder", False):
         decoder_layers = getattr(config, "num_decoder_layers", None) or layers
-        assert caption[0].startswith(f"encoder: {layers} layers") and caption[1].startswith(
-            f"decoder: {decoder_layers} layers"
-        )
-        assert "causal + cross attention" in caption[1] and "bidirectional attention" in caption[0]
+        (decoder,) = [i for i, line in enumerate(caption) if line.startswith("decoder: ")]
+        assert caption[0].startswith(f"encoder: {layers} layers")
+        assert caption[decoder].startswith(f"decoder: {decoder_layers} layers")
+        assert "causal + cross attention" in " · ".join(caption[decoder:])
+        assert "bidirectional attention" in " · ".join(caption[:decoder])

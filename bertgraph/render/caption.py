@@ -100,4 +100,23 @@ def caption_lines(graph: nx.DiGraph, total: int) -> list[str]:
     lines.append(f"{figures.short(total)} parameters")
     if len(lines) == 2:
         lines = [" · ".join(lines)]  # one stack: one line
-    return lines
+    return [part for line in lines for part in wrapped(line)]
+
+
+# Characters in a caption line: wider, it set the drawing's width (ModernBERT's: 812 points at 11).
+CAPTION_CHARACTERS = 84
+
+
+def wrapped(line: str, width: int = CAPTION_CHARACTERS) -> list[str]:
+    """``line`` broken between its facts (at " · ") into lines of at most ``width`` characters, where it can be.
+
+    >>> wrapped("a · b · c", 5)
+    ['a · b', 'c']
+    """
+    found: list[str] = []
+    for fact in line.split(" · "):
+        if found and len(found[-1]) + 3 + len(fact) <= width:
+            found[-1] += f" · {fact}"
+        else:
+            found.append(fact)
+    return found

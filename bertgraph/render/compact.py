@@ -72,7 +72,7 @@ def _is_side_input(node: Node, readers: list[Node]) -> bool:
         # dropout feeds the query and key projections of positions (a step of that path).
         return False
     if node.kind == "mask" and node.shape == "op":
-        return True
+        return not any(r.shape == "io" for r in readers)  # an output is drawn, never given a mask line
     free = not any("params" in line for line in node.lines)
     return free and len(readers) > 1 and all(r.kind.startswith("attention") for r in readers)
 
@@ -176,6 +176,11 @@ def _place_io(diagram: Diagram) -> None:
         common = chains[0]
         for chain in chains[1:]:
             common = [c for c, other in zip(common, chain) if c == other]
+        if side:
+            # an encoder-decoder's input in its stack's frame, not deep in a layer: its way out to the other
+            # stack does not start inside a block (BART's mask ran round the encoder), and a layer's first
+            # row is not widened by it (BART's decoder mask beside the queries, keys and values)
+            common = common[:2]
         if common and common[-1] is not None:
             diagram.membership[node.id] = common[-1]
             _above_first_block(diagram, node.id, chains, len(common), parents)

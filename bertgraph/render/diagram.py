@@ -152,8 +152,8 @@ def _own_ops_title(data: dict[str, Any], role: str, family: str) -> str:
         return "attention mask"
     if ops == ["add"] and role == roles.EMBEDDINGS:
         return "sum of embeddings"
-    if ops == ["add"]:
-        return "add"
+    if ops == ["add"] or (set(ops) & style.DROPOUT_OPS and [o for o in ops if o not in style.DROPOUT_OPS] == ["add"]):
+        return "add"  # an add, or BART's dropout (no-op when not training) and add
     if ops == ["select"]:
         # BERT's first token is [CLS]; other families name it otherwise (<s>, …).
         return "[CLS]" if family == "bert" else "first token"
@@ -399,6 +399,8 @@ class _Labeller:
         if role == roles.NORM:
             # what the norm does, read off its ops, not its class (T5LayerNorm scales only: an RMSNorm)
             module_type = kinds.norm_kind(data.get(g.OPS, [])) or module_type
+        elif role in (roles.EMBEDDINGS, roles.POSITION) and str(module_type).endswith("Embedding"):
+            module_type = "Embedding"  # a table, whatever the family calls its class (BartScaledWordEmbedding)
         # A file may not name its module types (TorchScript-exported ONNX): then the line says the rest, or nothing.
         type_line = (module_type + (f" × {repeat}" if repeat > 1 else "")).strip()
         calls = self.shared.get(lookup_path(module), 1)
@@ -587,7 +589,8 @@ class _Annotator:
 def _is_residual(shown: nx.DiGraph, source: str, target: str) -> bool:
     """An edge into an add whose source lives outside the add's module: a skip connection."""
     data = shown.nodes[target]
-    is_add = data.get(g.OP) == "add" or (data.get(g.OWN_OPS) and [o for o in data.get(g.OPS, []) if o] == ["add"])
+    own = [o for o in data.get(g.OPS, []) if o and o not in style.DROPOUT_OPS]  # BART drops out, then adds
+    is_add = data.get(g.OP) == "add" or (data.get(g.OWN_OPS) and own == ["add"])
     if not is_add or shown.nodes[source].get(g.KIND) == g.INPUT:
         return False
     target_role = roles.role_of(shown, data.get(g.MODULE, ""))
@@ -786,9 +789,12 @@ def build_diagram(
     diagram.kind_names["block"] = layer_names.get(roles.structure(graph), "layer")
     diagram.kind_names["attention-sliding"] = kinds.window_directions(roles.attention_labels(graph, ""))
     masks = _mask_sources(graph, shown, diagram.nodes, prefix)
+    # what a mask line may end at: never an output, a head or a pooling (VITS's sequence lengths are
+    # counted from the padding mask, but are no mask of attention)
+    unmasked = {node.id[len(prefix) :] for node in diagram.nodes if node.kind in ("io", "head", "pooling")}
     for source, target, data in sorted(shown.edges(data=True), key=lambda e: (position[e[0]], position[e[1]])):
         label = edge_label(shown, source, target, edge_labels)
-        masked = source in masks or data.get(g.DTYPE) == "bool"
+        masked = (source in masks or data.get(g.DTYPE) == "bool") and target not in unmasked
         style = "residual" if _is_residual(shown, source, target) else "mask" if masked else "data"
         if side.get(source) == roles.ENCODER and side.get(target) == roles.DECODER:
             # Without labels the colour and the legend say what a cross edge is.

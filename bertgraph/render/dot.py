@@ -46,7 +46,7 @@ def _node_label(node: Node, detail: str) -> str:
 # A module box's title longer than this goes on two lines, its class on the second: a box is at
 # least as wide as its title, and mT5's "DenseReluDense · MT5DenseGatedActDense · 1.57M params"
 # was the widest thing in its layers (at depth 3 the drawing was 137 points wider for it).
-TITLE_CHARACTERS = 48
+TITLE_CHARACTERS = 24
 
 
 def _cluster_label(cluster: Cluster) -> str:
@@ -209,7 +209,7 @@ def generate_lines(
         fontname=FONT, shape="box", style="rounded,filled", fontsize=11, margin="0.16,0.06", penwidth=1.2
     )
     edge_defaults = _attrs(
-        fontname=FONT, fontsize=8, color=colours["edge"], fontcolor=colours["muted"], arrowsize=0.6, penwidth=1.1
+        fontname=FONT, fontsize=9, color=colours["edge"], fontcolor=colours["muted"], arrowsize=0.6, penwidth=1.1
     )
     yield f"  node {node_defaults}"
     yield f"  edge {edge_defaults}"
@@ -252,6 +252,7 @@ def generate_lines(
                 yield indent + _node_line(node, colours, theme, ident(node.id))
 
     yield from emit(None, "  ")
+    roles = {node.id: node.role for node in diagram.nodes}
     for edge in diagram.edges:
         label_key = "xlabel" if edge_xlabels else "label"
         attrs: dict[str, str | float] = {label_key: f" {edge.label} "} if edge.label else {}
@@ -262,11 +263,11 @@ def generate_lines(
             attrs["color"] = line.stroke
         if edge.style == "residual":
             attrs[label_key] = f" {residual_label(edge.label)} "
-        if edge.style == "cross" or diagram.sides.get(edge.source) == "encoder" != diagram.sides.get(
-            edge.target, "encoder"
-        ):
+        crosses = diagram.sides.get(edge.source) == "encoder" != diagram.sides.get(edge.target, "encoder")
+        if edge.style == "cross" or (crosses and (edge.style != "mask" or roles.get(edge.target) == "stack")):
             # Ranked like every edge (the decoder's cross-attention sits below the encoder's output), but
-            # pulling neither stack's column toward the other: cross-attention and its padding mask.
+            # pulling neither stack's column toward the other: cross-attention, and its padding mask where the
+            # decoder is one box (inside a frame the mask pulls only a row; let loose, it ran round the encoder).
             attrs["weight"] = "0"
         suffix = f" {_attrs(**attrs)}" if attrs else ""
         yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
