@@ -93,6 +93,14 @@ def mermaid_edges(text: str) -> list[tuple[str, str]]:
     return [(a, b) for a, _, b in MERMAID_EDGE.findall(text)]
 
 
+# Every link mermaid.js draws, the invisible ones too (they put the legend under the drawing).
+MERMAID_LINK = re.compile(r"^\s*(n_\w+) (-->|-\.->|==>|~~~)(?:\|[^|]*\|)? (n_\w+)$", re.MULTILINE)
+
+
+def mermaid_links(text: str) -> list[tuple[str, str]]:
+    return [(a, b) for a, _, b in MERMAID_LINK.findall(text)]
+
+
 MERMAID_SVG_NODE = re.compile(r'<g class="node[ "][^>]*? id="[^"]*?flowchart-(n_\w+)-\d+"')
 
 

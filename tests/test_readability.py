@@ -8,14 +8,15 @@ at depth 3. ``benchmarks/readability.py`` measures every preset the same way.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 import bertgraph
-from bertgraph.render import dot
+from bertgraph.render import dot, graphviz_run
 from bertgraph.render.diagram import build_diagram
+from tests.family_configs import uneven
 
 COLUMN_PX = 800.0
 TARGET_PX = {1: 8.0, 2: 8.0, 3: 6.0}
@@ -41,8 +42,9 @@ def smallest_px(svg: str) -> float:
 
 
 def svg_of(graph: object, depth: int) -> str:
+    """The SVG bertgraph draws (Graphviz's layout, titles kept clear: render/graphviz_run.py)."""
     source = "\n".join(dot.generate_lines(build_diagram(graph, depth)))  # type: ignore[arg-type]
-    return subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=True).stdout.decode()
+    return graphviz_run.render(source, "svg").decode()
 
 
 @pytest.mark.parametrize(("name", "depth"), CASES)
@@ -50,6 +52,14 @@ def test_smallest_text_at_docs_width(
     name: str, depth: int, traced: Callable[..., bertgraph.Architecture], dot_binary: str
 ) -> None:
     assert smallest_px(svg_of(traced(name).graph, depth)) >= TARGET_PX[depth]
+
+
+def test_the_promised_sizes_hold_for_a_head_and_a_config_of_no_preset(
+    traced: Callable[..., bertgraph.Architecture], tmp_path: Path, dot_binary: str
+) -> None:
+    # BART's sequence classifier at depth 2 read 6.4 px (README: 8); a T5 of 4 + 3 layers 5.7 px at depth 3.
+    assert smallest_px(svg_of(traced("bart-base", "sequence-classification").graph, 2)) >= TARGET_PX[2]
+    assert smallest_px(svg_of(uneven("t5-4+3", "base", tmp_path), 3)) >= TARGET_PX[3]
 
 
 @pytest.mark.parametrize("name", ["bert-base-uncased", "t5-small", "Qwen2.5-0.5B", "modernbert-base"])

@@ -7,6 +7,7 @@ to shallower depths, until the diagram fits, and says what it did in ``notes``.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,11 +19,14 @@ from bertgraph.errors import RenderError
 from bertgraph.files import write_atomic
 from bertgraph.graph.views import OPERATOR_LEVEL
 from bertgraph.render import style
+from bertgraph.render.caption import wrapped
 from bertgraph.render.diagram import HEAT_LABELS, Diagram, Node, build, residual_label
 from bertgraph.render.escape import mermaid_front_matter, mermaid_id, mermaid_text
 from bertgraph.render.records import Cluster
 
 MAX_EDGES = 500
+# Characters in a line of the caption's facts in the legend: as narrow as the legend's own entries.
+FACTS_CHARACTERS = 36
 MAX_TEXT = 50_000
 
 # Mermaid's brackets for each shape of style.Look, and its arrow for each line style (linkStyle
@@ -58,13 +62,20 @@ def generate_lines(diagram: Diagram, theme: str = "light", ids: dict[str, str] |
         return node_id("cluster " + name)
 
     yield "---"
-    # Mermaid has one title line: the caption's facts follow the name there.
-    yield f"title: {mermaid_front_matter(' · '.join([diagram.title, *diagram.caption]))}"
+    # Mermaid has one title line, centred over the drawing: the name alone (with the caption's facts it
+    # was the widest thing drawn, T5's 2,333 px); the facts open the legend, in short lines.
+    yield f"title: {mermaid_front_matter(diagram.title)}"
     yield "---"
     if theme == "dark":
         yield '%%{init: {"theme": "dark"}}%%'
     yield "flowchart TB"
     nodes_in, children, invisible = _placement(diagram)
+    # An encoder-decoder's legend inside its backbone, which no edge may leave: there mermaid.js keeps the
+    # order the stacks are written in (see _placement). Anyone else's at top level.
+    sided = {diagram.sides.get(node.id) for node in diagram.nodes} >= {"encoder", "decoder"}
+    alone = not any(c.role == "head" for c in diagram.clusters)  # a head's edges leave the backbone anyway
+    host = next((c.id for c in diagram.clusters if c.parent is None and c.role == "backbone" and sided and alone), None)
+    legend = list(_legend_lines(diagram, node_id, cluster_id))
 
     def emit(parent: str | None, indent: str) -> Iterable[str]:
         for node in nodes_in.get(parent, []):
@@ -77,9 +88,13 @@ def generate_lines(diagram: Diagram, theme: str = "light", ids: dict[str, str] |
             # direction of such a subgraph, and T5's backbone came out 2.8 times as wide).
             yield f"{indent}  direction TB"
             yield from emit(cluster.id, indent + "  ")
+            if cluster.id == host:
+                yield from (f"{indent}  {line}" for line in legend)
             yield f"{indent}end"
 
     yield from emit(None, "  ")
+    if host is None:
+        yield from (f"  {line}" for line in legend)
     for edge in diagram.edges:
         label = residual_label(edge.label) if edge.style == "residual" else edge.label
         arrow = _ARROWS[style.edge_look(edge.style, theme).line]
@@ -87,25 +102,61 @@ def generate_lines(diagram: Diagram, theme: str = "light", ids: dict[str, str] |
         yield f"  {node_id(edge.source)} {arrow}{text} {node_id(edge.target)}"
     yield from _link_styles(diagram, theme)
 
-    if diagram.kinds or diagram.scale:
-        yield f'  subgraph {cluster_id("legend")}["legend"]'
-        for kind in diagram.kinds:
-            yield f'    {node_id("legend " + kind)}["{mermaid_text(diagram.kind_name(kind))}"]'
-        if diagram.cross:
-            cross = mermaid_text("thick arrows: encoder output into cross-attention")
-            yield f'    {node_id("legend cross")}["{cross}"]'
-        if diagram.compare:
-            yield f'    {node_id("legend highlight")}["only in this variant"]'
-        if diagram.scale:
-            yield f'    subgraph {cluster_id("legend scale")}["{mermaid_text(diagram.scale)}"]'
-            yield "      direction LR"
-            for index, label in enumerate(HEAT_LABELS):
-                yield f'      {node_id(f"legend heat {index}")}["{mermaid_text(label)}"]'
-            yield "    end"
-        yield "  end"
+    yield from _legend_below(diagram, node_id)
 
     yield from _class_lines(diagram, colours, theme, node_id)
     yield from _cluster_styles(diagram, theme, cluster_id)
+    if diagram.caption:
+        page = "#ffffff" if colours["background"] == "white" else colours["background"]
+        yield f"  style {node_id('legend facts')} fill:{page},stroke:{page},color:{colours['text']}"
+
+
+def _legend_lines(diagram: Diagram, node_id: Any, cluster_id: Any) -> Iterable[str]:
+    """The legend's subgraph (unindented): the caption's facts in short lines, then a box per kind."""
+    if not (diagram.kinds or diagram.scale or diagram.caption):
+        return
+    yield f'subgraph {cluster_id("legend")}["legend"]'
+    yield "  direction TB"
+    if diagram.caption:
+        facts = [part for line in diagram.caption for part in wrapped(line, FACTS_CHARACTERS)]
+        yield f'  {node_id("legend facts")}["{"<br/>".join(mermaid_text(fact) for fact in facts)}"]'
+    for kind in diagram.kinds:
+        yield f'  {node_id("legend " + kind)}["{mermaid_text(diagram.kind_name(kind))}"]'
+    if diagram.cross:
+        yield f'  {node_id("legend cross")}["{mermaid_text("thick arrows: encoder output into cross-attention")}"]'
+    if diagram.compare:
+        yield f'  {node_id("legend highlight")}["only in this variant"]'
+    if diagram.scale:
+        yield f'  subgraph {cluster_id("legend scale")}["{mermaid_text(diagram.scale)}"]'
+        yield "    direction LR"
+        for index, label in enumerate(HEAT_LABELS):
+            yield f'    {node_id(f"legend heat {index}")}["{mermaid_text(label)}"]'
+        yield "  end"
+    yield "end"
+
+
+def _legend_keys(diagram: Diagram) -> list[str]:
+    """The legend's own entries, in the order they are written (the heat scale keeps its row)."""
+    keys = ["legend facts"] if diagram.caption else []
+    keys += [f"legend {kind}" for kind in diagram.kinds]
+    keys += ["legend cross"] if diagram.cross else []
+    keys += ["legend highlight"] if diagram.compare else []
+    return keys
+
+
+def _legend_below(diagram: Diagram, node_id: Any) -> Iterable[str]:
+    """Invisible links that put the legend's entries in a column under the drawing: beside it, the legend
+    made the drawing a third wider; linked to nothing, mermaid.js lays it out by itself, left of the rest."""
+    keys = _legend_keys(diagram)
+    # under an output: one the backbone holds when the legend is in it (render/mermaid.generate_lines)
+    inside = diagram.sides and not any(c.role == "head" for c in diagram.clusters)
+    outputs = [n for n in diagram.bottom if diagram.sides.get(n)] if inside else diagram.bottom
+    anchor = outputs[-1] if outputs else diagram.nodes[-1].id if diagram.nodes else None
+    if anchor is None or not keys:
+        return
+    chain = [anchor, *keys]
+    for above, below in itertools.pairwise(chain):
+        yield f"  {node_id(above)} ~~~ {node_id(below)}"
 
 
 def _placement(
@@ -235,7 +286,7 @@ def generate_mermaid(
     for level, folded in attempts:
         diagram = build(graph, level, folded, compare, annotate, edge_labels)
         text = "\n".join(generate_lines(diagram, theme)) + "\n"
-        edges = len(diagram.edges)
+        edges = len(diagram.edges) + len(_legend_keys(diagram))  # and the links that put the legend under it
         if edges <= MAX_EDGES and len(text) <= MAX_TEXT:
             if (level, folded) != (depth, fold):
                 notes.append(

@@ -96,36 +96,65 @@ def _walk(controls: list[list[float]]) -> list[tuple[float, float]]:
     return found
 
 
-def crossing_edges(layout: dict[str, Any], titles: dict[str, Box] | None = None) -> list[tuple[str, str]]:
-    """(tail, head) names of the drawn edges whose route runs through a title (``titles``: where they are now)."""
+Route = tuple[str, str, list[tuple[float, float]]]
+
+
+def crossing_edges(
+    layout: dict[str, Any], titles: dict[str, Box] | None = None, drawn: list[Route] | None = None
+) -> list[tuple[str, str]]:
+    """(tail, head) names of the drawn edges whose route runs through a title (``titles``: where they are
+    now; ``drawn``: :func:`routes` of ``layout``, when already read)."""
     boxes = list((title_boxes(layout) if titles is None else titles).values())
-    return [
-        (tail, head) for tail, head, points in routes(layout) if any(b.holds(x, y) for b in boxes for x, y in points)
-    ]
+    found = []
+    for tail, head, points in routes(layout) if drawn is None else drawn:
+        if not points:
+            continue
+        xs, ys = [x for x, _ in points], [y for _, y in points]
+        reach = Box(min(xs), min(ys), max(xs), max(ys))
+        near = [
+            b
+            for b in boxes
+            if b.left - MARGIN <= reach.right
+            and reach.left <= b.right + MARGIN
+            and b.bottom - MARGIN <= reach.top
+            and reach.bottom <= b.top + MARGIN
+        ]
+        if near and any(b.holds(x, y) for b in near for x, y in points):
+            found.append((tail, head))
+    return found
 
 
-def placed_titles(layout: dict[str, Any]) -> dict[str, Box]:
+# Height of the bands the occupied things of a drawing are filed in, to find those beside a title fast.
+_BAND = 16.0
+
+
+def placed_titles(layout: dict[str, Any], drawn: list[Route] | None = None) -> dict[str, Box]:
     """Each title where no edge, edge label or node is: where Graphviz put it when that place is clear,
     else the leftmost clear stretch of its band (the frame's width at the title's height) it fits in.
 
     A title no stretch of its band holds stays where it was; its crossing edges are routed anew.
     """
     occupied: list[Box] = []
-    for _, _, points in routes(layout):
+    for _, _, points in routes(layout) if drawn is None else drawn:
         occupied += [Box(x, y, x, y) for x, y in points]
-    for item in layout.get("objects", []):
-        if "pos" in item and "width" in item:
-            x, y = (float(v) for v in str(item["pos"]).split(","))
-            half_width, half_height = float(item["width"]) * 36, float(item["height"]) * 36
-            occupied.append(Box(x - half_width, y - half_height, x + half_width, y + half_height))
+    occupied += _node_boxes(layout)
     for edge in layout.get("edges", []):
         occupied += list(_text_spans(edge.get("_ldraw_", [])))
+    filed: dict[int, list[Box]] = {}
+    for thing in occupied:
+        for band in range(int(thing.bottom // _BAND), int(thing.top // _BAND) + 1):
+            filed.setdefault(band, []).append(thing)
     frames = {str(item["name"]): item for item in layout.get("objects", []) if "bb" in item and "name" in item}
     placed = {}
     for name, box in title_boxes(layout).items():
         left, _, right, _ = (float(v) for v in str(frames[name]["bb"]).split(","))
-        band = [o for o in occupied if o.top >= box.bottom - MARGIN and o.bottom <= box.top + MARGIN]
-        placed[name] = _clear_stretch(box, band, left + 8, right - 8)
+        near = {
+            id(thing): thing
+            for band in range(int((box.bottom - 4 * MARGIN) // _BAND), int((box.top + 4 * MARGIN) // _BAND) + 1)
+            for thing in filed.get(band, [])
+        }
+        within = [o for o in near.values() if o.top >= box.bottom - MARGIN and o.bottom <= box.top + MARGIN]
+        placed[name] = _clear_stretch(box, sorted(within), left + 8, right - 8)
     return placed
 
 
@@ -227,10 +256,11 @@ def clear_titles(laid: str, layout: dict[str, Any]) -> str:
     out, but where ``layout`` (what ``neato -n2`` draws of ``laid``, ``-Tjson``) shows an edge through a
     title, the title moved along its band to a clear stretch, or where there is none the edge taken round
     the title's end (:func:`reroute`)."""
-    titles = placed_titles(layout)
+    drawn = routes(layout)
+    titles = placed_titles(layout, drawn)
     moved = {name: box for name, box in titles.items() if box != title_boxes(layout)[name]}
     laid = _moved_labels(laid, layout, moved)
-    crossing = set(crossing_edges(layout, titles))
+    crossing = set(crossing_edges(layout, titles, drawn))
     if not crossing:
         return laid
     controls = _controls(layout)
