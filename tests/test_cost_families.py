@@ -288,7 +288,6 @@ def test_decoder_length_is_an_option_of_the_cost_command(
         ("gpt2", ["--decoder-len", "8"], "--decoder-len applies to encoder-decoder models"),
         ("bert", ["--decoder-len", "8"], "has no decoder length"),
         ("t5", ["--seq-len", "8", "9", "--decoder-len", "1", "2", "3"], "one length or one per --seq-len (2), not 3"),
-        ("bart", ["--decoder-len", "65"], "--decoder-len 65 is above the model's 64 positions"),
     ],
 )
 def test_a_decoder_length_that_does_not_apply_is_one_line(
@@ -303,4 +302,15 @@ def test_a_decoder_length_that_does_not_apply_is_one_line(
     assert main(["cost", str(family_dirs[model_type]), *extra, "-o", str(target)]) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error
+    assert not target.exists()
+
+
+def test_a_decoder_length_past_the_positions_is_refused_as_a_sequence_length_is(
+    family_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "cost.txt"
+    for option in ("--seq-len", "--decoder-len"):
+        assert main(["cost", str(family_dirs["bart"]), option, "65", "-o", str(target)]) == 1
+        error = capsys.readouterr().err
+        assert error == f"bertgraph: error: {option} 65 is above max_position_embeddings 64; use {option} 64 or less\n"
     assert not target.exists()

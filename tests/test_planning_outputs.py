@@ -42,7 +42,7 @@ def test_cost_text_labels_the_masked_count_and_the_dtype(capsys: pytest.CaptureF
     assert "  attention, allowed pairs" in out and "not what FlopCounterMode counts" in out
     assert "KV cache (bytes, float32)" in out and "decode step matmul FLOPs" in out
     assert "memory counts sdpa attention, as traced" in out
-    assert "generating 3 tokens after batch=1, seq=64" in out
+    assert "generating 3 tokens after batch=1, seq=61" in out  # the default example leaves them room
 
 
 def test_an_encoder_refuses_generate(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ from bertgraph.files import expand_user, path_kind
 from bertgraph.model.checkpoint import read_checkpoint
 from bertgraph.model.families import BY_NAME, MODEL_TYPES, Family, family_of
 from bertgraph.model.families.record import HEAD_NAMES, OVERRIDE_SIZES
-from bertgraph.model.fields import ConfigRules, Field, check_config, problem
+from bertgraph.model.fields import LIMITS, ConfigRules, Field, check_config, problem
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
 
 BERT = BY_NAME["bert"]
@@ -647,13 +647,53 @@ def _fill(config: dict[str, Any], family: Family) -> None:
 
 
 def _validate_example(spec: ModelSpec, batch: int, seq_len: int) -> None:
-    for flag, value in (("--batch", batch), ("--seq-len", seq_len)):
-        found = problem(flag, Field("count", role="example"), value)
-        if found:
-            raise ConfigError(found.replace(f"field {flag!r}", flag))
+    _check_example_size("--batch", batch)
+    check_length(spec, seq_len)
+
+
+def _check_example_size(flag: str, value: int) -> None:
+    found = problem(flag, Field("count", role="example"), value)
+    if found:
+        raise ConfigError(found.replace(f"field {flag!r}", flag))
+
+
+def check_length(spec: ModelSpec, length: int, flag: str = "--seq-len") -> None:
+    """A sequence of ``length`` tokens (given by ``flag``) that ``spec``'s model can take: within
+    the example limit and the model's positions.
+
+    Raises:
+        ConfigError: one line naming ``flag`` and the longest length there is room for.
+    """
+    _check_example_size(flag, length)
     limit = spec.max_positions
-    if limit is not None and seq_len > limit:
-        raise ConfigError(f"--seq-len {seq_len} is above {_positions(spec)}; use --seq-len {limit} or less")
+    if limit is not None and length > limit:
+        raise ConfigError(f"{flag} {length} is above {_positions(spec)}; use {flag} {limit} or less")
+
+
+def check_generation(spec: ModelSpec, prompt: int, tokens: int, flag: str | None = "--seq-len") -> None:
+    """A prompt of ``prompt`` tokens (given by ``flag``; None: the default example) and ``tokens``
+    generated after it: the last step's cache holds both, so together they are one sequence, held to
+    :func:`check_length`'s rule.
+
+    Raises:
+        ConfigError: one line naming both options and the most tokens there is room for.
+    """
+    check_length(spec, prompt, flag or "--seq-len")
+    limit = spec.max_positions if spec.max_positions is not None else LIMITS["example"].maximum
+    if prompt + tokens > limit:
+        bound = (
+            _positions(spec) if spec.max_positions is not None else f"the longest sequence bertgraph takes, {limit:,}"
+        )
+        total = f" ({prompt + tokens:,} tokens)" if len(str(tokens)) <= 12 else ""
+        room = limit - prompt
+        advice = f"use --generate {room} or less" if room else f"give a {flag} below {limit} to leave room"
+        example_words = f"the default example's {prompt} token" + ("s" if prompt != 1 else "")
+        given = (
+            f"{flag} {prompt} and --generate {tokens} run"
+            if flag
+            else f"--generate {tokens} after {example_words} runs"
+        )
+        raise ConfigError(f"{given} past {bound}{total}; {advice}")
 
 
 def _positions(spec: ModelSpec) -> str:
