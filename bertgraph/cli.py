@@ -8,6 +8,7 @@ status 1 (2 for a malformed command line); ``--debug`` shows the traceback inste
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -81,6 +82,18 @@ def _depth(text: str) -> int:
     value = _non_negative(text)
     if value > MAX_DEPTH:
         raise argparse.ArgumentTypeError(f"must be 0 to {MAX_DEPTH} ({MAX_DEPTH} draws every operator), got {value}")
+    return value
+
+
+def _mask_tokens(text: str) -> int:
+    """An argparse type for the masks example's lengths, up to the figure's limit (``LIMITS["mask"]``)."""
+    from bertgraph.model.fields import LIMITS
+
+    value = _positive(text)
+    limit = LIMITS["mask"]
+    if value > limit.maximum:
+        shown = f"{value:,}" if len(text) <= 24 else f"a number of {len(str(value))} digits"
+        raise argparse.ArgumentTypeError(f"must be at most {limit.maximum} ({limit.why}), got {shown}")
     return value
 
 
@@ -288,17 +301,29 @@ def build_parser() -> argparse.ArgumentParser:
         "mask: query rows, key columns, allowed / masked / padding.",
     )
     masks.add_argument("models", nargs="+", metavar="MODEL", help="presets, config folders or hub ids")
-    masks.add_argument("--seq-len", type=_at_least(1), default=8, metavar="N", help="tokens in the example (default 8)")
+    masks.add_argument(
+        "--seq-len", type=_mask_tokens, default=8, metavar="N", help="tokens in the example (default 8, at most 64)"
+    )
     masks.add_argument(
         "--pad", type=_non_negative, default=2, metavar="K", help="padding tokens at its end (default 2)"
     )
     masks.add_argument(
-        "--decoder-len", type=_at_least(1), metavar="M", help="an encoder-decoder's decoder tokens (default N)"
+        "--decoder-len",
+        type=_mask_tokens,
+        metavar="M",
+        help="an encoder-decoder's decoder tokens (default N); refused when no model named has a decoder",
     )
-    masks.add_argument("--format", choices=MASKS_FORMATS, help="default: from the output suffix")
+    masks.add_argument(
+        "--format", choices=MASKS_FORMATS, help="default: from the output suffix (json or markdown without -o)"
+    )
     masks.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     masks.add_argument("--debug", action="store_true", help="show tracebacks")
-    _output(masks, True, "output file (.svg .png .pdf .dot .json, or .md: the page, with the .svg beside it)")
+    _output(
+        masks,
+        False,
+        "output file (.svg .png .pdf .dot .json, or .md: the page, with the .svg beside it); without it, "
+        "--format json or markdown (text grids) goes to standard output",
+    )
 
     gallery = commands.add_parser("gallery", help="regenerate the example diagrams and report")
     gallery.add_argument(
@@ -400,8 +425,22 @@ def _check_output(args: argparse.Namespace, *paths: Path, models: Sequence[str] 
 
 
 def _table_output(args: argparse.Namespace) -> None:
-    """Settle a table command's format (the suffix's, unless --format says otherwise) and check -o."""
-    implied = _TABLE_SUFFIXES.get(args.output.suffix.lower()) if args.output is not None else None
+    """Settle a table command's format (the suffix's, unless --format says otherwise) and check -o.
+
+    A name another command's format owns (``x.svg``, ``x.onnx``) is refused, with or without
+    --format: a table written there would be taken for that format.
+    """
+    from bertgraph.render import SUFFIX_FORMATS
+
+    suffix = args.output.suffix.lower() if args.output is not None else ""
+    foreign = {**SUFFIX_FORMATS, ".onnx": "onnx"}.get(suffix) if suffix not in _TABLE_SUFFIXES else None
+    if foreign is not None:
+        said = f"--format {args.format} does not match" if args.format else "a table does not go in"
+        raise UsageError(
+            f"{said} the file name {args.output.name}, which says {foreign}; {args.command} writes text, "
+            "markdown or json: name the file .txt, .md or .json"
+        )
+    implied = _TABLE_SUFFIXES.get(suffix)
     if args.format and implied and args.format != implied:
         raise UsageError(
             f"--format {args.format} does not match the file name {args.output.name}; "
@@ -448,14 +487,34 @@ def _print_out(text: str) -> None:
     from bertgraph.errors import BertgraphError
 
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_all(text)
     except BrokenPipeError:
         raise
     except OSError as error:
         full = error.errno in (errno.ENOSPC, errno.EDQUOT)
         reason = "no space left on the device" if full else (error.strerror or str(error)).lower()
         raise BertgraphError(f"cannot write to standard output: {reason}; use -o FILE or free some space") from error
+
+
+def _write_all(text: str) -> None:
+    """Write every byte of ``text`` to standard output, or raise.
+
+    A pipe whose reader leaves mid-write takes part of a large write and reports success
+    (``write`` returns the count it took, and Python's buffered stream drops the rest); the
+    next write then fails with EPIPE. So the bytes are written until none are left: a reader
+    that went away is a :class:`BrokenPipeError`, never a short write ending in status 0.
+    """
+    stream = sys.stdout
+    binary = getattr(stream, "buffer", None)
+    if binary is None:  # a text-only stream (a StringIO standing in for stdout): nothing is short
+        stream.write(text)
+        stream.flush()
+        return
+    stream.flush()  # what was written as text before goes first
+    remaining = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while remaining:
+        remaining = remaining[binary.write(remaining) :]
+    binary.flush()
 
 
 def _tables(
@@ -543,6 +602,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def cmd_cost(args: argparse.Namespace) -> int:
     from bertgraph.graph import cost
+    from bertgraph.model.spec import check_length
     from bertgraph.render import markdown, text
 
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
@@ -551,16 +611,20 @@ def cmd_cost(args: argparse.Namespace) -> int:
     decoders = _decoder_lengths(args.decoder_len, len(lengths))
     if not _is_onnx(args):
         spec = _spec(args, args.head, seq_len=lengths[0])
+        if args.seq_len is None and args.generate is not None and spec.max_positions is not None:
+            # The default example leaves room for the tokens generated after it, as a given one must.
+            room = max(1, spec.max_positions - args.generate)
+            if room < spec.seq_len:
+                lengths = [room]
+                spec = _spec(args, args.head, seq_len=room)
         if args.decoder_len and "tgt" not in spec.dim_names:
             raise UsageError(_no_decoder(args.model))
         for length in lengths[1:]:
             _spec(args, args.head, seq_len=length)  # each length within the model's positions
-        longest = max(args.decoder_len or [0])
-        if spec.max_positions is not None and longest > spec.max_positions:
-            raise UsageError(
-                f"--decoder-len {longest} is above the model's {spec.max_positions} positions; "
-                f"use --decoder-len {spec.max_positions} or less"
-            )
+        for length in args.decoder_len or []:
+            check_length(spec, length, "--decoder-len")
+        if args.generate is not None and spec.family.structure != "encoder-only":
+            _check_generation(spec, lengths, decoders, args.generate, defaulted=args.seq_len is None)
     args.seq_len = lengths[0]
     arch = _architecture(args, args.head)
     if _is_onnx(args):
@@ -593,6 +657,21 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_generation(
+    spec: ModelSpec, lengths: list[int | None], decoders: list[int | None], tokens: int, defaulted: bool
+) -> None:
+    """Each column's prompt and the tokens generated after it fit the model's positions, as one
+    sequence would: the input of a decoder-only model, an encoder-decoder's decoder input
+    (``defaulted``: no --seq-len was given, so the error names none)."""
+    from bertgraph.model.spec import check_generation
+
+    for length, decoder in zip(lengths, decoders):
+        if "tgt" in spec.dim_names and decoder is not None:
+            check_generation(spec, decoder, tokens, "--decoder-len")
+        else:
+            check_generation(spec, length or spec.seq_len, tokens, None if defaulted else "--seq-len")
+
+
 def _frozen(graph: Any, patterns: list[str] | None) -> list[str]:
     from bertgraph.graph import memory
 
@@ -613,8 +692,14 @@ def _decoder_lengths(given: list[int] | None, columns: int) -> list[int | None]:
     return list(given)
 
 
-def _no_decoder(model: str) -> str:
-    return f"--decoder-len applies to encoder-decoder models (t5-small, bart-base, …); {model} has no decoder length"
+def _no_decoder(models: str | Sequence[str]) -> str:
+    """The refusal of --decoder-len where no model named has a decoder (cost and masks say it alike)."""
+    names = [models] if isinstance(models, str) else list(models)
+    has = "has" if len(names) == 1 else "have"
+    return (
+        f"--decoder-len applies to encoder-decoder models (t5-small, bart-base, …); {', '.join(names)} {has} "
+        "no decoder length: leave it out"
+    )
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -675,7 +760,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
     plot_file = report.plot_path(args.output)
     _check_output(args, args.output, plot_file)
-    _refuse_foreign_plot(args.output, plot_file)
+    _refuse_foreign_companion(args.output, plot_file, "plot", "report")
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, args.seq_len)
@@ -705,21 +790,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_foreign_plot(output: Path, plot_file: Path) -> None:
-    """The report writes its plot beside it, unasked: it replaces only a plot an earlier report there shows."""
+def _refuse_foreign_companion(output: Path, companion: Path, what: str, page: str) -> None:
+    """A page writes a file beside it, unasked (the report its FLOPs plot, the masks page its figure):
+    it replaces only the file an earlier page of the same name shows (its link there), nothing else."""
     from bertgraph.files import path_kind
     from bertgraph.render.escape import markdown_url
 
-    if path_kind(plot_file).kind == "missing":
+    if path_kind(companion).kind == "missing":
         return
     try:
         earlier = output.read_text(encoding="utf-8", errors="replace") if path_kind(output).kind == "file" else ""
     except OSError:
         earlier = ""
-    if f"]({markdown_url(plot_file.name)})" not in earlier:
+    if f"]({markdown_url(companion.name)})" not in earlier:
         raise UsageError(
-            f"{plot_file} exists and is not the plot of an earlier report {output.name}; the report would "
-            "replace it with its FLOPs plot: move that file away or give the report another name"
+            f"{companion} exists and is not the {what} of an earlier {page} {output.name}; the {page} would "
+            f"replace it with its {what}: move that file away or give the {page} another name"
         )
 
 
@@ -810,28 +896,37 @@ def cmd_families(args: argparse.Namespace) -> int:
 
 def cmd_masks(args: argparse.Namespace) -> int:
     from bertgraph.api import load
-    from bertgraph.files import check_writable, write_atomic
+    from bertgraph.files import write_atomic
     from bertgraph.graph.masks import Example
     from bertgraph.model import resolve
     from bertgraph.render import graphviz_run
     from bertgraph.render import masks as draw
 
-    fmt = _output_format(args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md")
+    fmt = _masks_format(args)
+    svg = args.output.with_suffix(".svg") if fmt == "markdown" and args.output is not None else None
+    if svg is not None and svg.resolve() == args.output.resolve():
+        raise UsageError("the Markdown page needs a name ending in .md")
+    if args.output is not None:
+        _check_output(args, args.output, *([svg] if svg else []), models=args.models)
+    if svg is not None:
+        _refuse_foreign_companion(args.output, svg, "figure", "masks page")
+    specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
+    decoders = [spec for spec in specs if "tgt" in spec.dim_names]
+    if args.decoder_len is not None and not decoders:
+        raise UsageError(_no_decoder(args.models))
     example = Example(args.seq_len, args.pad, args.decoder_len)
     if args.pad >= min(args.seq_len, example.target_len):
         raise UsageError(f"--pad {args.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
-    svg = args.output.with_suffix(".svg") if fmt == "markdown" else None
-    if svg is not None and svg.resolve() == args.output.resolve():
-        raise UsageError("the Markdown page needs a name ending in .md")
-    check_writable(args.output)
-    if svg is not None:
-        check_writable(svg)
+    _check_mask_lengths(args, specs, example)
     if fmt in graphviz_run.FORMATS or svg is not None:
         graphviz_run.require_dot(args.output)
-    specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
     found = draw.masks_of(
         ((model, load(spec, use_cache=not args.no_cache).graph) for model, spec in zip(args.models, specs)), example
     )
+    if args.output is None:
+        words = draw.example_words(found, example)
+        _print_out(draw.json_text(found) if fmt == "json" else "\n".join(draw.markdown_section(found, words, "#")))
+        return 0
     outputs: list[tuple[Path, str | bytes]] = []
     if fmt == "json":
         outputs.append((args.output, draw.json_text(found)))
@@ -844,6 +939,40 @@ def cmd_masks(args: argparse.Namespace) -> int:
         write_atomic(path, data)
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+_MASKS_TEXT = ("json", "markdown")  # what masks writes to standard output without -o
+
+
+def _masks_format(args: argparse.Namespace) -> str:
+    """The format masks writes: from --format or -o's suffix; without -o only a text format."""
+    if args.output is not None:
+        return _output_format(
+            args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md"
+        )
+    if args.format in _MASKS_TEXT:
+        return str(args.format)
+    if args.format is None:
+        raise UsageError("give -o PATH for the figure, or --format json or markdown for standard output")
+    raise UsageError(
+        f"--format {args.format} is a figure, written to a file: give -o PATH "
+        "(json and markdown can go to standard output)"
+    )
+
+
+def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], example: Any) -> None:
+    """Each model takes the example: its tokens (and its decoder's) within the model's positions."""
+    from bertgraph.errors import ConfigError
+    from bertgraph.model.spec import check_length
+
+    decoder_flag = "--decoder-len" if args.decoder_len is not None else "--seq-len"
+    for model, spec in zip(args.models, specs):
+        try:
+            check_length(spec, example.seq_len)
+            if "tgt" in spec.dim_names:
+                check_length(spec, example.target_len, decoder_flag)
+        except ConfigError as error:
+            raise ConfigError(f"{model}: {error}") from None
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
@@ -935,6 +1064,15 @@ def _silence_stdout() -> None:
         pass
 
 
+def _run_command(args: argparse.Namespace, debug: bool) -> int:
+    """The command, with nothing on stderr but bertgraph's lines (everything with --debug) and
+    nothing left behind but its output."""
+    from bertgraph import quiet
+
+    with quiet.no_leftovers(), contextlib.nullcontext() if debug else quiet.libraries_quiet():
+        return COMMANDS[args.command](args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -945,7 +1083,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:  # argparse's convention for a missing command: usage on stderr, status 2
             parser.print_help(sys.stderr)
             return 2
-        return COMMANDS[args.command](args)
+        return _run_command(args, debug)
     except UsageError as error:
         from bertgraph.errors import one_line
 

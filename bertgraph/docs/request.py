@@ -13,6 +13,8 @@ from typing import Any
 from bertgraph.errors import BertgraphError
 from bertgraph.model import ModelSpec, resolve
 from bertgraph.model.families.record import HEAD_NAMES
+from bertgraph.model.fields import LIMITS
+from bertgraph.model.spec import check_length
 
 FORMATS = ("svg", "mermaid", "html", "table", "summary")
 TEXT_FORMATS = ("table", "summary")  # tables of one model, drawn as text
@@ -112,7 +114,7 @@ class DiagramRequest:
         return " · ".join(parts)
 
 
-def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+def _whole(name: str, value: Any, minimum: int, maximum: int | None = None, why: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise OptionError(f"{name} must be a whole number, got {value!r}")
     try:
@@ -121,7 +123,7 @@ def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> i
         raise OptionError(f"{name} must be a whole number, got {value!r}") from None
     if number < minimum or (maximum is not None and number > maximum):
         limit = f"{minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
-        raise OptionError(f"{name} must be {limit}, got {number}")
+        raise OptionError(f"{name} must be {limit}{f' ({why})' if why else ''}, got {number}")
     return number
 
 
@@ -182,7 +184,7 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         edge_labels=_choice("edge-labels", values.get("edge-labels", "changes"), EDGE_LABELS),
         unfold=_flag("unfold", values["unfold"]) if "unfold" in values else False,
         sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),
-        seq_len=_whole("seq-len", values["seq-len"], 1) if values.get("seq-len") is not None else None,
+        seq_len=_seq_len(values["seq-len"], figure) if values.get("seq-len") is not None else None,
         batch=_whole("batch", values.get("batch", 1), 1),
         figure=figure,
     )
@@ -192,8 +194,20 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
             f"format {request.format} shows one model; drop the compare option"
             " (two heads side by side are drawn as svg, mermaid or html)"
         )
-    request.specs()
+    specs = request.specs()
+    if request.figure == "masks" and request.seq_len is not None:
+        for spec in specs:  # the example each model's masks are evaluated on fits its positions
+            check_length(spec, request.seq_len, "seq-len")
     return request
+
+
+def _seq_len(value: Any, figure: str) -> int:
+    """The example's length: a diagram's is held to the model's positions when it resolves; the
+    masks figure's to its own limit, checked here, so a page never waits on a grid too large."""
+    if figure != "masks":
+        return _whole("seq-len", value, 1)
+    limit = LIMITS["mask"]
+    return _whole("seq-len", value, 1, limit.maximum, limit.why)
 
 
 def _check_figure(figure: str, options: Mapping[str, Any], values: Mapping[str, Any]) -> None:

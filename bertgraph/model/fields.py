@@ -35,6 +35,10 @@ LIMITS: dict[str, Limit] = {
     # transformers names every label (id2label) when it builds the config.
     "labels": Limit(100_000, "transformers builds a name for every label before the model exists"),
     "example": Limit(1_000_000, "the example input is a tensor of this size"),
+    # The masks figure draws a cell for every query and key: 64 tokens make a 64 × 64 grid, about
+    # 12 px a cell across a page 800 px wide and 1 MB of SVG a mask; time, memory and file grow
+    # with the square (3,000 tokens took 110 s, 6.3 GB and a 2.26 GB SVG).
+    "mask": Limit(64, "the masks figure draws a cell for every query and key, so it grows with the square"),
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bertgraph.graph.masks import Example, Mask
-from bertgraph.render.escape import dot_html, markdown_text
+from bertgraph.render.escape import dot_html, markdown_text, markdown_url
 
 FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 ALLOWED, MASKED, PADDING = "#2b6cb0", "#cbd5e0", "#f6ad55"
@@ -136,7 +136,7 @@ def markdown_page(models: Sequence[ModelMasks], svg_name: str, example: str) -> 
         "",
         f"Each grid is a mask the model computes, evaluated from its trace on {markdown_text(example)}.",
         "",
-        f"![attention masks]({svg_name})",
+        f"![attention masks]({markdown_url(svg_name)})",
         "",
         "| model | stack | layers | kind | query × key | allowed pairs |",
         "| --- | --- | --- | --- | --- | ---: |",
