@@ -402,3 +402,26 @@ def test_a_traced_run_and_an_onnx_read_leave_nothing_in_the_temporary_folder(tmp
     assert read.returncode == 0 and "[?, ?]" in read.stdout, read.stderr  # what no inference could size
     assert sorted(os.listdir(temporary)) == []
     assert sorted(os.listdir(work)) == ["b", "b.svg", "r.onnx"] and sorted(os.listdir(folder)) == ["config.json"]
+
+
+def test_the_quiet_block_drops_log_records_and_warnings_and_then_restores_both(capsys: Any) -> None:
+    import logging
+    import warnings
+
+    from bertgraph import quiet
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    handler = logging.StreamHandler(sys.stderr)
+    logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with quiet.libraries_quiet():
+                logger.error("failed while attempting to run meta for aten.topk.default")
+                warnings.warn("a library's warning", UserWarning, stacklevel=1)
+            assert capsys.readouterr().err == "" and seen == []
+            logger.error("after the block")
+            warnings.warn("after the block", UserWarning, stacklevel=1)
+        assert capsys.readouterr().err == "after the block\n" and [str(w.message) for w in seen] == ["after the block"]
+    finally:
+        logger.removeHandler(handler)
