@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from bertgraph.api import Architecture
+    from bertgraph.graph.masks import Example
     from bertgraph.model import ModelSpec
 
 # The head vocabulary of bertgraph.model.families.record.HEAD_NAMES (kept here so --help imports nothing).
@@ -911,8 +912,7 @@ def cmd_masks(args: argparse.Namespace) -> int:
     if svg is not None:
         _refuse_foreign_companion(args.output, svg, "figure", "masks page")
     specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
-    decoders = [spec for spec in specs if "tgt" in spec.dim_names]
-    if args.decoder_len is not None and not decoders:
+    if args.decoder_len is not None and not any("tgt" in spec.dim_names for spec in specs):
         raise UsageError(_no_decoder(args.models))
     example = Example(args.seq_len, args.pad, args.decoder_len)
     if args.pad >= min(args.seq_len, example.target_len):
@@ -960,7 +960,7 @@ def _masks_format(args: argparse.Namespace) -> str:
     )
 
 
-def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], example: Any) -> None:
+def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], example: Example) -> None:
     """Each model takes the example: its tokens (and its decoder's) within the model's positions."""
     from bertgraph.errors import ConfigError
     from bertgraph.model.spec import check_length
