@@ -161,6 +161,16 @@ def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
     return "<br/>".join(marked)
 
 
+def column_lines(prefix: str, column: Column, position: str) -> Iterable[str]:
+    """One stack's DOT lines, node ids starting with ``prefix``: for figures made of these columns (the diff)."""
+    return _column(prefix, column, position)
+
+
+def caption_label(kind: dict[str, Any], cols: list[Column]) -> str:
+    """A model's caption as a Graphviz label, for figures made of these columns."""
+    return _caption(kind, cols)
+
+
 def schematic_text(graphs: Sequence[nx.DiGraph], fmt: str) -> str | bytes:
     """The schematic as dot, svg, png or pdf."""
     from bertgraph.render import PNG_DPI, graphviz_run
@@ -204,6 +214,16 @@ def _mermaid_edges(prefix: str, column: Column) -> Iterable[str]:
         yield f"  {a} --> {b}"
     for source, residual in column.skips:
         yield f"  {prefix + 'emb' if source < 0 else f'{prefix}s{source}'} -.-> {prefix}s{residual}"
+
+
+def mermaid_column_lines(prefix: str, column: Column, position: str, indent: str) -> tuple[list[str], list[str]]:
+    """One stack's Mermaid nodes (inside its subgraph) and edges, for figures made of these columns."""
+    return list(_mermaid_column(prefix, column, position, indent)), list(_mermaid_edges(prefix, column))
+
+
+def caption_lines(kind: dict[str, Any], cols: list[Column]) -> list[str]:
+    """A model's caption facts, one per line, the model's name first."""
+    return _caption_lines(kind, cols)
 
 
 def mermaid_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
