@@ -644,7 +644,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from bertgraph.render import markdown, text
 
     if len(args.models) > 2:
-        raise UsageError(f"diff compares two models, not {len(args.models)}: bertgraph diff A B")
+        raise BertgraphError(f"diff compares two models, not {len(args.models)}: bertgraph diff A B")
     if len(args.models) == 2:
         return _diff_models(args)
     args.model = args.models[0]

@@ -22,9 +22,12 @@ from bertgraph.graph import schema as g
 from bertgraph.graph.cost import FLOPS, CostError, evaluate, model_totals, sizes_for, uncounted_products
 from bertgraph.graph.generation import is_generative, kv_cache_bytes
 from bertgraph.graph.memory import peak_activation, traced_float_dtype
+from bertgraph.model.fields import COMMON_DEFAULTS
 
-# Config keys that say how a file was written, not what the model is.
-BOOKKEEPING = frozenset({"transformers_version", "_name_or_path", "_commit_hash", "_attn_implementation_autoset"})
+# Config keys that say how a file was written (and by which class), not what the model is.
+BOOKKEEPING = frozenset(
+    {"transformers_version", "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "architectures"}
+)
 LAYER_PARTS = ("attention", "cross-attention", "feed-forward", "norms", "other")
 _SUBLAYER_OF = {
     roles.SELF_ATTENTION: "attention",
@@ -106,10 +109,24 @@ def _same(x: Any, y: Any) -> bool:
     return json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)
 
 
+def _read(config: Mapping[str, Any], key: str) -> tuple[Any, bool]:
+    """A field's value as transformers reads it, and whether that is known: set, or left out with a
+    default every config class shares (:data:`~bertgraph.model.fields.COMMON_DEFAULTS`); ``null`` is unset."""
+    if config.get(key) is not None:
+        return config[key], True
+    return COMMON_DEFAULTS.get(key), key in COMMON_DEFAULTS or key in config
+
+
 def config_rows(a: Side, b: Side) -> list[dict[str, Any]]:
     """Config fields whose values differ: the sizes first, aligned by what they size (GPT-2's
     ``n_layer`` with BERT's ``num_hidden_layers``: ``num_hidden_layers / n_layer``), then every other
-    field in the order the configs list them, ``None`` where a config has no such field."""
+    field in the order the configs list them, ``None`` where a config does not set it.
+
+    A field one config leaves out is read as transformers' shared default where there is one. Left
+    to its class's own default, it is compared only between configs of two types (whose classes
+    have other fields); between configs of one type that default is the other's, as far as can be
+    told without transformers, and nothing is claimed.
+    """
     rows = []
     sized = set()
     for size in dict.fromkeys([*a.fields, *b.fields]):
@@ -120,12 +137,16 @@ def config_rows(a: Side, b: Side) -> list[dict[str, Any]]:
         if not _same(left, right):
             names = list(dict.fromkeys(name for name in (name_a, name_b) if name))
             rows.append({"field": " / ".join(names), "values": [left, right]})
-    for key in dict.fromkeys([*a.config, *b.config]):
+    # torch_dtype is dtype's old name
+    configs = [{("dtype" if k == "torch_dtype" else k): v for k, v in side.config.items()} for side in (a, b)]
+    one_type = configs[0].get("model_type") == configs[1].get("model_type")
+    for key in dict.fromkeys([*configs[0], *configs[1]]):
         if key in sized or key in BOOKKEEPING:
             continue
-        left, right = a.config.get(key), b.config.get(key)
-        if not _same(left, right):
-            rows.append({"field": key, "values": [left, right]})
+        (left, known_a), (right, known_b) = _read(configs[0], key), _read(configs[1], key)
+        if (known_a != known_b and one_type) or _same(left, right):
+            continue
+        rows.append({"field": key, "values": [configs[0].get(key), configs[1].get(key)]})
     return rows
 
 
