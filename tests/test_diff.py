@@ -131,6 +131,36 @@ def test_figure_marks_only_the_embeddings(bert_roberta: Comparison) -> None:
     assert diff_figure.marks(bert_roberta) == ({"m0c0emb"}, {"m1c0emb"})
 
 
+@pytest.mark.parametrize("name", ["BertConfig", "RobertaConfig", "GPT2Config", "LlamaConfig", "T5Config", "BartConfig"])
+def test_common_defaults_are_every_config_class_default(name: str) -> None:
+    """A field a config leaves out is read as its shared default: each class that has the field defaults to it."""
+    import transformers
+
+    from bertgraph.model.fields import COMMON_DEFAULTS
+
+    made = getattr(transformers, name)()
+    for key, value in COMMON_DEFAULTS.items():
+        if key == "dtype":
+            assert made.dtype is None  # unset: the model is built in float32
+        elif hasattr(made, key):
+            assert getattr(made, key) == value, key
+
+
+def test_a_field_left_to_its_class_default_is_no_difference(tmp_path: Path) -> None:
+    """Between two configs of one type a field one of them leaves out is not claimed to differ; between
+    two types it is (the classes have other fields); a shared default counts as set."""
+    from bertgraph.graph.compare import Side, config_rows
+
+    sizes = {"layers": "num_hidden_layers"}
+    bert = {"model_type": "bert", "num_hidden_layers": 2}
+    saved = {**bert, "hidden_dropout_prob": 0.1, "is_decoder": False, "use_cache": False}
+    rows = config_rows(Side("a", None, bert, sizes), Side("b", None, saved, sizes))  # type: ignore[arg-type]
+    assert rows == [{"field": "use_cache", "values": [None, False]}]
+    roberta = {**saved, "model_type": "roberta"}
+    rows = config_rows(Side("a", None, bert, sizes), Side("b", None, roberta, sizes))  # type: ignore[arg-type]
+    assert [row["field"] for row in rows] == ["model_type", "hidden_dropout_prob", "use_cache"]
+
+
 # --- aligned by role across families ---------------------------------------------------------------------
 
 

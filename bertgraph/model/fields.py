@@ -46,7 +46,6 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "output_attentions": False,
     "return_dict": True,
     "chunk_size_feed_forward": 0,
-    "is_encoder_decoder": False,
     "is_decoder": False,
     "add_cross_attention": False,
     "use_cache": True,
