@@ -164,20 +164,24 @@ def _sentence(line: str) -> str:
     return md(line[0].upper() + line[1:]) + "."
 
 
+# Column headers that are words of the table, not model names (the Markdown capitalises them).
+_HEADER_WORDS = frozenset({"field", "aspect", "part", "change", "measure", "tensor", "shape", "dtype"})
+
+
 def generate_markdown(comparison: Comparison) -> Iterable[str]:
     """The same tables as Markdown, under a heading naming both models."""
     yield f"## {md(comparison.models[0])} vs {md(comparison.models[1])}"
     yield ""
-    yield _sentence(headline(comparison))
+    yield md(headline(comparison)) + "."
     for section in sections(comparison):
         yield ""
         yield f"### {md(section.title[0].upper() + section.title[1:])}"
-        yield ""
         if section.said():
+            yield ""
             yield _sentence(section.said())
         if section.rows:
             yield ""
-            headers = [md(h) for h in section.headers]
+            headers = [md(h.capitalize() if h in _HEADER_WORDS else h) for h in section.headers]
             yield from markdown.table(headers, ([md(cell) for cell in row] for row in section.rows), section.right)
         for note in section.notes:
             yield ""

@@ -10,6 +10,7 @@ sharing or attention pattern differs are outlined in red; a legend names the col
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 
 from bertgraph.graph import aspects
@@ -30,6 +31,10 @@ LEGEND = (
     ("cross-attention", schematic.COLOURS["cross-attention"]),
     ("feed-forward", schematic.COLOURS["feed-forward"]),
 )
+
+
+# Aspects no column shows (the captions give structure, positions, layers and heads): said under the legend.
+UNDRAWN = ("bias", "tied embeddings", "pooler", "token types")
 
 
 def marks(comparison: Comparison) -> tuple[set[str], set[str]]:
@@ -67,10 +72,14 @@ def _legend(comparison: Comparison) -> str:
     outline = f'<td border="{MARK_WIDTH}" color="{DIFFERS}">  </td>'
     cells.append(f'{outline}<td align="left">{esc("differs from the other model")}</td>')
     title = esc(f"{comparison.models[0]} vs {comparison.models[1]}")
-    return (
-        '<<table border="0" cellspacing="4" cellpadding="2">'
-        f'<tr><td colspan="{2 * len(cells)}"><b>{title}</b></td></tr><tr>{"".join(cells)}</tr></table>>'
-    )
+    rows = [f'<tr><td colspan="{2 * len(cells)}"><b>{title}</b></td></tr>', f"<tr>{''.join(cells)}</tr>"]
+    unseen = [
+        f"{row['aspect']}: {' / '.join(row['values'])}" for row in comparison.architecture if row["aspect"] in UNDRAWN
+    ]
+    if unseen:
+        lines = "<br/>".join(esc(line) for line in textwrap.wrap("also differs: " + " · ".join(unseen), 70))
+        rows.append(f'<tr><td colspan="{2 * len(cells)}">{lines}</td></tr>')
+    return f'<<table border="0" cellspacing="4" cellpadding="2">{"".join(rows)}</table>>'
 
 
 def dot_lines(comparison: Comparison, dpi: int | None = None) -> Iterable[str]:
