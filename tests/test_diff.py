@@ -19,16 +19,9 @@ from bertgraph.graph.compare import Comparison
 from bertgraph.model import resolve
 from bertgraph.render import diff as tables
 from bertgraph.render import diff_figure
+from tests.family_configs import TINY
 
-TINY_BERT = {
-    "model_type": "bert",
-    "vocab_size": 99,
-    "hidden_size": 32,
-    "num_hidden_layers": 3,
-    "num_attention_heads": 4,
-    "intermediate_size": 37,
-    "max_position_embeddings": 64,
-}
+TINY_BERT = TINY["bert"]
 TINY_GPT2 = {"model_type": "gpt2", "vocab_size": 101, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64}
 TINY_LLAMA = {
     "model_type": "llama",

@@ -63,8 +63,10 @@ class Comparison:
     architecture: list[dict[str, Any]]
     parts: list[dict[str, Any]]
     cost: dict[str, Any]
+    # what the figure draws: each model's graph and its aspects in words (the schematic's columns)
+    graphs: tuple[nx.DiGraph, nx.DiGraph] = field(repr=False)
+    words: tuple[aspects.ModelWords, aspects.ModelWords] = field(repr=False)
     tensors: dict[str, Any] | None = None
-    words: tuple[aspects.ModelWords, aspects.ModelWords] | None = field(default=None, repr=False)
 
     def contract(self) -> dict[str, Any]:
         """``{"models", "totals", "config", "architecture", "parts"}``, and ``"tensors"`` when both
@@ -93,6 +95,7 @@ def compare(a: Side, b: Side, seq: int, batch: int = 1) -> Comparison:
         architecture=aspects.differences(*words),
         parts=parts,
         cost=cost_at(a.graph, b.graph, seq, batch),
+        graphs=(a.graph, b.graph),
         words=words,
     )
 

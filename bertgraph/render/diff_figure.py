@@ -17,8 +17,6 @@ from bertgraph.graph import aspects
 from bertgraph.graph.compare import Comparison
 from bertgraph.render import schematic
 from bertgraph.render.escape import dot_html as esc
-from bertgraph.render.escape import mermaid_front_matter
-from bertgraph.render.escape import mermaid_text as mm
 
 DIFFERS = "#d62728"
 MARK_WIDTH = 3
@@ -39,7 +37,6 @@ UNDRAWN = ("bias", "tied embeddings", "pooler", "token types")
 
 def marks(comparison: Comparison) -> tuple[set[str], set[str]]:
     """The node ids of each model's drawing to outline (``m0c0s3``, ``m1c0emb``; ``m0c0layer`` the frame)."""
-    assert comparison.words is not None, "a comparison made by graph.compare.compare"
     left, right = comparison.words
     embeddings = next((row["params"] for row in comparison.parts if row["part"] == "embeddings"), [None, None])
     found: tuple[set[str], set[str]] = (set(), set())
@@ -55,7 +52,6 @@ def marks(comparison: Comparison) -> tuple[set[str], set[str]]:
 
 def _used(comparison: Comparison) -> set[str]:
     """The roles both drawings colour (the legend names only those)."""
-    assert comparison.words is not None
     roles = {"embeddings"}
     for model in comparison.words:
         roles |= {step.role for stack in model.stacks for step in stack.column.steps}
@@ -84,7 +80,6 @@ def _legend(comparison: Comparison) -> str:
 
 def dot_lines(comparison: Comparison, dpi: int | None = None) -> Iterable[str]:
     """The figure's DOT text (``dpi``: the resolution a PNG is drawn at)."""
-    assert comparison.words is not None
     yield "digraph diff {"
     if dpi:
         yield f"  graph [dpi={dpi}];"
@@ -140,41 +135,10 @@ def dot_text(comparison: Comparison, dpi: int | None = None) -> str:
 
 
 def mermaid_lines(comparison: Comparison) -> Iterable[str]:
-    """The same figure as a Mermaid flowchart: the columns, the captions and the red outlines."""
-    assert comparison.words is not None
-    yield "---"
+    """The same figure as a Mermaid flowchart: the schematic's columns, the first model left, the
+    red outlines."""
     title = f"{comparison.models[0]} vs {comparison.models[1]} · outlined in red: differs from the other model"
-    yield f"title: {mermaid_front_matter(title)}"
-    yield "---"
-    yield "flowchart TB"
-    edges: list[str] = []
-    blocks: list[list[str]] = []
-    for number, model in enumerate(comparison.words):
-        cols = [stack.column for stack in model.stacks]
-        position = ", ".join(model.kind["position"]) or "no position"
-        caption = schematic.caption_lines(model.kind, cols)
-        block = [f'  subgraph m{number}["{mm(caption[0])}"]', "    direction TB"]
-        block.append(f'    m{number}cap["{mm(chr(10).join(caption[1:]))}"]:::caption')
-        for side, column in enumerate(cols):
-            nodes, column_edges = schematic.mermaid_column_lines(f"m{number}c{side}", column, position, "    ")
-            block += nodes
-            edges += [f"  m{number}cap ~~~ m{number}c{side}in", *column_edges]
-        block.append("  end")
-        blocks.append(block)
-        if len(cols) == 2:
-            edges += [
-                f"  m{number}c0out ==> m{number}c1s{n}"
-                for n, s in enumerate(cols[1].steps)
-                if s.role == "cross-attention"
-            ]
-    # mermaid.js places side-by-side subgraphs right to left in the order they are declared
-    for block in reversed(blocks):
-        yield from block
-    yield from edges
-    yield "  classDef caption fill:none,stroke:none"
-    yield f"  classDef embedding fill:{schematic.EMBEDDING}"
-    for role, name in schematic.MERMAID_ROLES.items():
-        yield f"  classDef {name} fill:{schematic.COLOURS[role]}"
+    yield from schematic.mermaid_lines(comparison.graphs, title=title, in_order=True)
     for node in sorted(set().union(*marks(comparison))):
         yield f"  style {node} stroke:{DIFFERS},stroke-width:{MARK_WIDTH}px"
 

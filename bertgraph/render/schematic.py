@@ -216,21 +216,18 @@ def _mermaid_edges(prefix: str, column: Column) -> Iterable[str]:
         yield f"  {prefix + 'emb' if source < 0 else f'{prefix}s{source}'} -.-> {prefix}s{residual}"
 
 
-def mermaid_column_lines(prefix: str, column: Column, position: str, indent: str) -> tuple[list[str], list[str]]:
-    """One stack's Mermaid nodes (inside its subgraph) and edges, for figures made of these columns."""
-    return list(_mermaid_column(prefix, column, position, indent)), list(_mermaid_edges(prefix, column))
+def mermaid_lines(graphs: Sequence[nx.DiGraph], title: str | None = None, in_order: bool = False) -> Iterable[str]:
+    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT.
 
-
-def caption_lines(kind: dict[str, Any], cols: list[Column]) -> list[str]:
-    """A model's caption facts, one per line, the model's name first."""
-    return _caption_lines(kind, cols)
-
-
-def mermaid_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
-    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT."""
-    built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+    ``title``: the figure's own (default: the models named); ``in_order``: the models left to right
+    as given, not by structure (a comparison keeps its first model left).
+    """
+    built = [columns(graph) for graph in graphs]
+    if not in_order:
+        built.sort(key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+    title = title or "families schematic: " + ", ".join(kind["model"] for kind, _ in built)
     yield "---"
-    yield f"title: {mermaid_front_matter('families schematic: ' + ', '.join(kind['model'] for kind, _ in built))}"
+    yield f"title: {mermaid_front_matter(title)}"
     yield "---"
     yield "flowchart TB"
     edges: list[str] = []
