@@ -504,3 +504,39 @@ def test_mermaid_figure_as_mermaid_js_lays_it_out(tiny: dict[str, Path]) -> None
     assert edges and [(a, b) for a, b in edges if at[a][1] >= at[b][1]] == []
     styled = set(re.findall(r"^  style (\w+) stroke:#d62728", text, re.MULTILINE))
     assert styled == set().union(*diff_figure.marks(comparison))
+
+
+@pytest.mark.parametrize("name", ["<b onload=x>", 'a|b "q"', "user\u202etxt", "back\\slash %% x", "bell\x07"])
+def test_a_hostile_folder_name_is_escaped_everywhere(name: str, tmp_path: Path, dot_binary: str) -> None:
+    """A model's name reaches every format escaped for it: no markup, table cell or direction override."""
+    from tests.helpers import BIDI_CONTROLS
+
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY_BERT))
+    comparison = compare(str(folder), "bert-tiny")
+    outputs = {
+        "text": tables.tables_text(comparison, "text"),
+        "markdown": tables.tables_text(comparison, "markdown"),
+        "mermaid": diff_figure.mermaid_text(comparison).split("---", 2)[2],  # the title is a JSON string, drawn as text
+        "svg": bytes(diff_figure.figure(comparison, "svg")).decode(),
+        "html": str(diff_figure.figure(comparison, "html")),
+    }
+    for fmt, written in outputs.items():
+        assert not set(BIDI_CONTROLS) & set(written) and "\x07" not in written, fmt
+        assert fmt == "text" or "<b onload" not in written, fmt  # a terminal shows markup as text
+    # every Markdown table keeps its columns: no row has more unescaped pipes than its header
+    tables_found = re.findall(r"(?:^\|.*\n)+", outputs["markdown"], re.MULTILINE)
+    assert tables_found and all(
+        len({len(re.findall(r"(?<!\\)\|", line)) for line in table.splitlines()}) == 1 for table in tables_found
+    )
+    assert json.loads(tables.tables_text(comparison, "json"))["models"][0] == name  # JSON keeps every character
+
+
+def test_an_output_that_is_an_input_is_refused(
+    checkpoints: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = checkpoints["tuned"] / "config.json"
+    before = config.read_bytes()
+    assert main(["diff", str(checkpoints["base"]), str(checkpoints["tuned"]), "-o", str(config)]) == 1
+    assert config.read_bytes() == before and "error" in capsys.readouterr().err

@@ -13,6 +13,7 @@ comparison's own).
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import struct
@@ -51,7 +52,7 @@ def _write_checkpoint(folder: Path, config: dict[str, object], tensors: list[tup
     (folder / "config.json").write_text(json.dumps(config))
     header, offset = {}, 0
     for name, shape in tensors:
-        size = 4 * max(1, _numel(shape))
+        size = 4 * max(1, math.prod(shape))
         header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + size]}
         offset += size
     raw = json.dumps(header).encode()
@@ -59,19 +60,12 @@ def _write_checkpoint(folder: Path, config: dict[str, object], tensors: list[tup
     generator = random.Random(0)
     with (folder / "model.safetensors").open("wb") as handle:
         handle.write(struct.pack("<Q", len(raw)) + raw)
-        for name, shape in tensors:
-            left = 4 * max(1, _numel(shape))
+        for _, shape in tensors:
+            left = 4 * max(1, math.prod(shape))
             while left:
                 chunk = min(left, 1 << 22)
                 handle.write(generator.randbytes(chunk))
                 left -= chunk
-
-
-def _numel(shape: list[int]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
 
 
 def _changed_copy(source: Path, target: Path, count: int) -> None:

@@ -155,7 +155,7 @@ def generate_text(comparison: Comparison) -> Iterable[str]:
         yield ""
         yield terminal_text(section.heading())
         if section.rows:
-            yield from text.table(section.headers, section.rows, section.right)
+            yield from text.table([terminal_text(h) for h in section.headers], section.rows, section.right)
         for note in section.notes:
             yield terminal_text(f"note: {note}")
 
