@@ -50,7 +50,11 @@ TINY_T5 = {
 
 
 def config_dir(tmp_path_factory: pytest.TempPathFactory, name: str, config: dict[str, Any]) -> Path:
-    folder = tmp_path_factory.mktemp(name)
+    return config_dir_at(tmp_path_factory.mktemp(name), config)
+
+
+def config_dir_at(folder: Path, config: dict[str, Any]) -> Path:
+    folder.mkdir(exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config))
     return folder
 
@@ -170,6 +174,15 @@ def test_gpt2_and_llama_in_words_a_reader_knows(tiny: dict[str, Path]) -> None:
     }
     totals = [own_total(str(tiny["gpt2"])), own_total(str(tiny["llama"]))]
     assert comparison.totals == totals == part_sums(comparison)
+
+
+def test_norms_of_queries_and_keys_are_no_sandwich(tmp_path: Path) -> None:
+    """Qwen3 normalises queries and keys inside attention: a q/k norm, not a norm after the sublayer."""
+    qwen3 = config_dir_at(tmp_path / "qwen3", {**TINY_LLAMA, "model_type": "qwen3", "head_dim": 8})
+    llama = config_dir_at(tmp_path / "llama", TINY_LLAMA)
+    aspects = {row["aspect"]: row["values"] for row in compare(str(qwen3), str(llama)).architecture}
+    assert aspects["q/k norm"] == ["RMSNorm", "none"]
+    assert "norm placement" not in aspects and "norm" not in aspects
 
 
 def test_bert_layer_i_with_gpt2_layer_i(tiny: dict[str, Path]) -> None:

@@ -9,6 +9,7 @@ aspects whose words differ, so two models of one architecture (BERT and RoBERTa)
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ STACK_ASPECTS = (
     "positions",
     "norm",
     "norm placement",
+    "q/k norm",
     "activation",
     "bias",
     "shared layers",
@@ -65,16 +67,19 @@ def describe(graph: nx.DiGraph) -> ModelWords:
     paths = sorted(roles.stack_kinds(graph).items(), key=lambda item: (item[1] != roles.ENCODER, item[0]))
     facts = {stack["path"]: stack for stack in architecture(graph)["stacks"]}
     stacks = []
-    for (path, side), column in zip(paths, cols):
+    for (path, side), column, stack in zip(paths, cols, kind["stacks"]):
         found = facts.get(path, {})
+        on_heads = [step for step in column.steps if step.role == "norm" and _on_heads(graph, step, stack["hidden"])]
+        hidden_norms = [step for step in column.steps if step.role == "norm" and step not in on_heads]
         words = {
             "layers": str(column.layers),
             "attention": attention_words(column),
             "query heads": _numbers(found.get("q_heads")),
             "kv heads": _numbers(found.get("kv_heads")),
             "positions": ", ".join(found.get("position", [])) or NONE,
-            "norm": ", ".join(sorted({step.text for step in column.steps if step.role == "norm"})) or NONE,
-            "norm placement": placement_words(column),
+            "norm": ", ".join(sorted({step.text for step in hidden_norms})) or NONE,
+            "norm placement": placement_words(column, on_heads),
+            "q/k norm": ", ".join(sorted({step.text for step in on_heads})) or NONE,
             "activation": ", ".join(_activation(step) for step in column.steps if step.role == "feed-forward") or NONE,
             "bias": _biases(graph, path),
             "shared layers": f"one layer, run {column.layers} ×" if column.shared else NONE,
@@ -107,13 +112,14 @@ def attention_words(column: Column) -> str:
     return ", ".join(str(label) if n == 1 else f"{n} × {label}" for label, n in counted) + ", repeating"
 
 
-def placement_words(column: Column) -> str:
+def placement_words(column: Column, on_heads: Sequence[Step] = ()) -> str:
     """Where the layer normalises: ``pre-norm`` (inside each residual branch, before its sublayer),
     ``post-norm`` (on the main path, after a residual add), both inside a branch (``sandwich``), and the
-    norms around the layers (``norm after the embeddings``, ``final norm``)."""
+    norms around the layers (``norm after the embeddings``, ``final norm``). Norms of queries and keys
+    (``on_heads``: Qwen3's q_norm and k_norm) act inside attention and do not count."""
     places = set()
     for index, step in enumerate(column.steps):
-        if step.role != "norm":
+        if step.role != "norm" or step in on_heads:
             continue
         branch = [(start, end) for start, end in column.skips if start < index < end]
         if not branch:
@@ -130,6 +136,16 @@ def placement_words(column: Column) -> str:
     }.get(frozenset(places), ", ".join(f"{place}-norm" for place in sorted(places)))
     outer = ["norm after the embeddings"] * column.embedding_norm + ["final norm"] * column.final_norm
     return ", ".join([words, *outer])
+
+
+def _on_heads(graph: nx.DiGraph, step: Step, hidden: int | None) -> bool:
+    """Whether a norm step normalises queries or keys: a norm inside an attention block whose weight is
+    narrower than the hidden states (a head's width), not the states the layer passes on."""
+    inside = step.module.rsplit(".", 1)[0] if "." in step.module else ""
+    if roles.role_of(graph, inside) not in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION):
+        return False
+    widths = {row["shape"][-1] for row in g.parameter_rows(graph) if row["module"] == step.module and row["shape"]}
+    return bool(widths) and hidden not in widths
 
 
 def _activation(step: Step) -> str:
