@@ -185,6 +185,21 @@ def test_norms_of_queries_and_keys_are_no_sandwich(tmp_path: Path) -> None:
     assert "norm placement" not in aspects and "norm" not in aspects
 
 
+def test_a_repeating_attention_pattern_in_words(tmp_path: Path) -> None:
+    """ModernBERT's global layer every third, the others sliding: the pattern said as it repeats."""
+    modern = config_dir_at(tmp_path / "modern", TINY["modernbert"])
+    bert = config_dir_at(tmp_path / "bert", TINY_BERT)
+    comparison = compare(str(bert), str(modern))
+    aspects = {row["aspect"]: row["values"] for row in comparison.architecture}
+    assert aspects["attention"] == ["bidirectional", "bidirectional, 2 × sliding-window(8), repeating"]
+    assert aspects["activation"] == ["GELU", "GeGLU"]
+    assert aspects["norm placement"] == [
+        "post-norm, norm after the embeddings",
+        "pre-norm, norm after the embeddings, final norm",
+    ]
+    assert comparison.totals == [own_total(str(bert)), own_total(str(modern))] == part_sums(comparison)
+
+
 def test_bert_layer_i_with_gpt2_layer_i(tiny: dict[str, Path]) -> None:
     """BERT's encoder.layer.i lines up with GPT-2's h.i: its 3 layers against 2, the third one-sided;
     attention, feed-forward and norms inside each; the pooler BERT's alone, the final norm GPT-2's."""

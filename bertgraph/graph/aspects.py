@@ -9,6 +9,7 @@ aspects whose words differ, so two models of one architecture (BERT and RoBERTa)
 from __future__ import annotations
 
 import difflib
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,13 +104,8 @@ def attention_words(column: Column) -> str:
         return column.pattern[0]
     if column.runs:
         return ", ".join(f"layer{'s' * (a != b)} {a}{f'–{b}' * (a != b)}: {label}" for a, b, label in column.runs)
-    counted: list[list[object]] = []
-    for label in column.pattern:
-        if counted and counted[-1][0] == label:
-            counted[-1][1] = int(str(counted[-1][1])) + 1
-        else:
-            counted.append([label, 1])
-    return ", ".join(str(label) if n == 1 else f"{n} × {label}" for label, n in counted) + ", repeating"
+    counted = [(label, len(list(run))) for label, run in itertools.groupby(column.pattern)]
+    return ", ".join(label if n == 1 else f"{n} × {label}" for label, n in counted) + ", repeating"
 
 
 def placement_words(column: Column, on_heads: Sequence[Step] = ()) -> str:
