@@ -41,6 +41,8 @@ DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
 FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
 MASKS_FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
+DIFF_FIGURES = ("svg", "png", "pdf", "dot", "mermaid", "html")
+DIFF_FORMATS = (*TABLE_FORMATS, *DIFF_FIGURES)
 COST_DTYPES = ("float32", "float16", "bfloat16")
 ANNOTATIONS = ("params", "flops", "memory")
 EDGE_LABELS = ("shapes", "changes", "none")  # render/diagram.py's, kept here so --help imports no renderer
@@ -98,13 +100,17 @@ def _mask_tokens(text: str) -> int:
     return value
 
 
-def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False) -> None:
-    parser.add_argument(
-        "model",
-        metavar="MODEL",
-        help="preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
-        "config.json, cached hub id, or a .onnx file",
-    )
+_MODEL_HELP = (
+    "preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
+    "config.json, cached hub id, or a .onnx file"
+)
+
+
+def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False, two: bool = False) -> None:
+    if two:
+        parser.add_argument("models", nargs="+", metavar="MODEL", help=f"one or two models: {_MODEL_HELP}")
+    else:
+        parser.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
     if head:
         parser.add_argument(
             "--head",
@@ -175,13 +181,29 @@ def build_parser() -> argparse.ArgumentParser:
     params.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     _output(params, False, "write to a file instead of standard output")
 
-    diff = commands.add_parser("diff", help="what one head adds or removes compared with another")
-    _common(diff, head=False)
-    diff.add_argument(
-        "--head", action="append", metavar="HEAD", help="give twice: --head A --head B (once: compared with base)"
+    diff = commands.add_parser(
+        "diff",
+        help="two models compared by role (config, architecture, parameters, cost, tensors), or two heads",
+        description="diff A B compares two models aligned by role: config fields, architecture (only what "
+        "differs), parameters per part, cost at --seq-len and --batch, and the tensors of two checkpoints. "
+        "diff MODEL --head X --head Y lists what one head adds or removes compared with another.",
     )
-    diff.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
-    _output(diff, False, "write to a file instead of standard output")
+    _common(diff, head=False, two=True)
+    diff.add_argument(
+        "--head",
+        action="append",
+        metavar="HEAD",
+        help="two models: the head of both; one model: give twice, --head A --head B (once: compared with base)",
+    )
+    diff.add_argument("--head-a", metavar="HEAD", help="the first model's head (two models)")
+    diff.add_argument("--head-b", metavar="HEAD", help="the second model's head (two models)")
+    diff.add_argument(
+        "--format",
+        choices=DIFF_FORMATS,
+        help="text, markdown, json, or a figure of two models: svg, png, pdf, dot, mermaid, html "
+        "(default: from the output suffix; else text)",
+    )
+    _output(diff, False, "write to a file instead of standard output (.md .json .svg .png .pdf .dot .mmd .html)")
 
     render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT, Mermaid or an interactive HTML page")
     _common(render)
@@ -704,8 +726,19 @@ def _no_decoder(models: str | Sequence[str]) -> str:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from bertgraph.errors import BertgraphError
     from bertgraph.render import markdown, text
 
+    if len(args.models) > 2:
+        raise BertgraphError(f"diff compares two models, not {len(args.models)}: bertgraph diff A B")
+    if len(args.models) == 2:
+        return _diff_models(args)
+    args.model = args.models[0]
+    if args.head_a or args.head_b:
+        raise BertgraphError(
+            "--head-a and --head-b name the heads of two models (bertgraph diff A B --head-a X --head-b Y); "
+            "for two heads of one model give --head X --head Y"
+        )
     heads = args.head or []
     if len(heads) == 1:
         heads = ["base", heads[0]]
@@ -713,10 +746,88 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("diff needs two heads: --head A --head B (see 'bertgraph diff --help')")
     if _is_onnx(args):
         raise UsageError("diff compares two heads of one config; an .onnx file has one head: use summary or params")
+    if args.format in DIFF_FIGURES or _suffix_format(args) in DIFF_FIGURES:
+        raise BertgraphError(
+            "a diff figure draws two models (bertgraph diff A B -o diff.svg); two heads of one model are drawn "
+            "side by side with render --compare"
+        )
     _table_output(args)
     first, second = (_architecture(args, head) for head in heads)
     _emit(args, _tables(args.format, first.diff(second), text.generate_diff, markdown.generate_diff))
     return 0
+
+
+# A figure's suffixes, beside the tables' (.md and .json).
+_DIFF_SUFFIXES = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid"}
+_DIFF_SUFFIXES |= {".mermaid": "mermaid", ".html": "html", ".htm": "html", ".txt": "text"}
+
+
+def _suffix_format(args: argparse.Namespace) -> str | None:
+    if args.output is None:
+        return None
+    suffix = args.output.suffix.lower()
+    return _TABLE_SUFFIXES.get(suffix) or _DIFF_SUFFIXES.get(suffix)
+
+
+def _diff_models(args: argparse.Namespace) -> int:
+    """``diff A B``: two models compared by role, as tables, JSON or a figure."""
+    from bertgraph.api import compare_specs
+    from bertgraph.errors import BertgraphError
+    from bertgraph.files import write_atomic
+    from bertgraph.render import diff, graphviz_run
+
+    if args.head and (args.head_a or args.head_b):
+        raise BertgraphError("give --head (both models) or --head-a and --head-b, not both")
+    if args.head and len(args.head) > 1:
+        raise BertgraphError(
+            "with two models --head names the head of both, once; give each its own with --head-a X --head-b Y "
+            "(two heads of one model: bertgraph diff MODEL --head X --head Y)"
+        )
+    onnx = [model for model in args.models if str(model).lower().endswith(".onnx")]
+    if onnx:
+        raise BertgraphError(f"diff compares models by their configs; {onnx[0]} is an .onnx file: give its config")
+    implied = _suffix_format(args)
+    if args.format and implied and args.format != implied:
+        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    fmt = args.format or implied or "text"
+    if fmt in ("png", "pdf") and args.output is None:
+        raise BertgraphError(f"a {fmt} figure is binary: write it to a file with -o diff.{fmt}")
+    if args.output is not None:
+        _check_output(args, args.output, models=args.models)
+    if fmt in (*graphviz_run.FORMATS, "html"):
+        graphviz_run.require_dot(args.output)
+    head = (args.head or ["base"])[0]
+    heads = (args.head_a or head, args.head_b or head)
+    specs = [_spec_of(args, model, model_head) for model, model_head in zip(args.models, heads)]
+    seq_len = args.seq_len or min(spec.seq_len for spec in specs)
+    comparison = compare_specs(specs[0], specs[1], seq_len, args.batch or 1, use_cache=not args.no_cache)
+    if fmt in TABLE_FORMATS:
+        _emit(args, diff.tables_text(comparison, fmt))
+        return 0
+    from bertgraph.render import diff_figure
+
+    data = diff_figure.figure(comparison, fmt)
+    if args.output is None:
+        _print_out(data if isinstance(data, str) else data.decode("utf-8"))
+        return 0
+    write_atomic(args.output, data)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _spec_of(args: argparse.Namespace, model: str, head: str) -> ModelSpec:
+    """One model of a diff, resolved with the command's overrides, checked at the size asked for."""
+    from bertgraph.model import resolve
+
+    return resolve(
+        model,
+        head,
+        overrides=_overrides(args),
+        batch=args.batch or 1,
+        seq_len=args.seq_len,
+        allow_pickle=args.allow_pickle,
+        attention=args.attention,
+    )
 
 
 def cmd_render(args: argparse.Namespace) -> int:

@@ -10,20 +10,27 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from bertgraph.api import Architecture, load
+from bertgraph.api import Architecture, compare_specs, load
 from bertgraph.errors import BertgraphError
 from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
 from bertgraph.graph import cost
 from bertgraph.graph import schema as g
 from bertgraph.graph.masks import Example
 from bertgraph.model import resolve
-from bertgraph.render import families, masks, mermaid, plot, report, text, write_diagram
+from bertgraph.render import diff, diff_figure, families, masks, mermaid, plot, report, text, write_diagram
 from bertgraph.render.graphviz_run import require_dot
 
 DEPTHS = (1, 2, 3)
 COST_LENGTHS = (128, 512)
 # Other families at depth 2, so the README shows a decoder, an encoder-decoder and a modern encoder too.
 FAMILY_FIGURES = ("gpt2", "t5-small", "modernbert-base")
+# Comparisons (``bertgraph diff A B``): BERT against its descendants, GPT-2 against a LLaMA.
+DIFFS = {
+    "bert-roberta": ("bert-base-uncased", "roberta-base"),
+    "bert-distilbert": ("bert-base-uncased", "distilbert-base-uncased"),
+    "bert-modernbert": ("bert-base-uncased", "modernbert-base"),
+    "gpt2-tinyllama": ("gpt2", "TinyLlama-1.1B"),
+}
 
 
 def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str:
@@ -47,6 +54,7 @@ def gallery_files(head: str, plots: bool) -> list[str]:
     names += ["bert.html", "bert-flops.svg", "bert-mermaid.md", "summary.txt", "params.txt", "cost.txt"]
     names += ["families.svg", "families.md", "masks.svg"]
     names += [f"{model}-depth2.svg" for model in FAMILY_FIGURES]
+    names += [f"diff-{name}{suffix}" for name in DIFFS for suffix in (".svg", ".md")]
     if plots:
         names.append(report.plot_path(Path("report.md")).name)
     return [*names, "report.md"]
@@ -115,6 +123,10 @@ def build_gallery(
     for model in FAMILY_FIGURES:
         graph = load(resolve(model, "base"), use_cache=use_cache).graph
         written.append(write_diagram(graph, folder / f"{model}-depth2.svg", depth=2, warn=warn))
+    for name, (first, second) in DIFFS.items():
+        comparison = compare_specs(resolve(first), resolve(second), COST_LENGTHS[0], use_cache=use_cache)
+        written.append(write_atomic(folder / f"diff-{name}.svg", diff_figure.figure(comparison, "svg")))
+        written.append(write_atomic(folder / f"diff-{name}.md", diff.tables_text(comparison, "markdown")))
     report_path = folder / "report.md"
     plot_name = None
     if plot.available():

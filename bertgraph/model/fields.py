@@ -42,6 +42,22 @@ LIMITS: dict[str, Limit] = {
 }
 
 
+# What transformers reads a field as when a config.json leaves it out, for fields every config class
+# shares with one default (PretrainedConfig's own, and the flags the classes default alike): a
+# comparison of two configs reads a missing field so, rather than claim a difference.
+COMMON_DEFAULTS: dict[str, Any] = {
+    "output_hidden_states": False,
+    "output_attentions": False,
+    "return_dict": True,
+    "chunk_size_feed_forward": 0,
+    "is_decoder": False,
+    "add_cross_attention": False,
+    "use_cache": True,
+    "problem_type": None,
+    "dtype": "float32",  # what transformers builds a model in unless told otherwise
+}
+
+
 @dataclass(frozen=True)
 class Field:
     """What one config field must hold.

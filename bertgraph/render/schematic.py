@@ -161,6 +161,16 @@ def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
     return "<br/>".join(marked)
 
 
+def column_lines(prefix: str, column: Column, position: str) -> Iterable[str]:
+    """One stack's DOT lines, node ids starting with ``prefix``: for figures made of these columns (the diff)."""
+    return _column(prefix, column, position)
+
+
+def caption_label(kind: dict[str, Any], cols: list[Column]) -> str:
+    """A model's caption as a Graphviz label, for figures made of these columns."""
+    return _caption(kind, cols)
+
+
 def schematic_text(graphs: Sequence[nx.DiGraph], fmt: str) -> str | bytes:
     """The schematic as dot, svg, png or pdf."""
     from bertgraph.render import PNG_DPI, graphviz_run
@@ -206,11 +216,18 @@ def _mermaid_edges(prefix: str, column: Column) -> Iterable[str]:
         yield f"  {prefix + 'emb' if source < 0 else f'{prefix}s{source}'} -.-> {prefix}s{residual}"
 
 
-def mermaid_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
-    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT."""
-    built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+def mermaid_lines(graphs: Sequence[nx.DiGraph], title: str | None = None, in_order: bool = False) -> Iterable[str]:
+    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT.
+
+    ``title``: the figure's own (default: the models named); ``in_order``: the models left to right
+    as given, not by structure (a comparison keeps its first model left).
+    """
+    built = [columns(graph) for graph in graphs]
+    if not in_order:
+        built.sort(key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+    title = title or "families schematic: " + ", ".join(kind["model"] for kind, _ in built)
     yield "---"
-    yield f"title: {mermaid_front_matter('families schematic: ' + ', '.join(kind['model'] for kind, _ in built))}"
+    yield f"title: {mermaid_front_matter(title)}"
     yield "---"
     yield "flowchart TB"
     edges: list[str] = []
