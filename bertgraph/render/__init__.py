@@ -162,7 +162,12 @@ def render_image(
         output=output,
         edge_labels=edge_labels,
     )
-    return graphviz_run.render(source, fmt)
+    image = graphviz_run.render(source, fmt)
+    if fmt == "svg":
+        from bertgraph.render.ids import legend_classes
+
+        return legend_classes(image.decode("utf-8")).encode("utf-8")
+    return image
 
 
 def laid_out_source(

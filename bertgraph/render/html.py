@@ -30,6 +30,7 @@ from bertgraph.graph.views import display_name, view
 from bertgraph.render import dot, embed, figures, graphviz_run, svg_data
 from bertgraph.render.diagram import build, lookup_path
 from bertgraph.render.escape import shown_data
+from bertgraph.render.ids import legend_classes
 from bertgraph.render.style import KIND_NAMES
 
 DEPTHS = (0, 1, 2, 3, 4)
@@ -236,7 +237,7 @@ def _layouts(sources: list[str]) -> list[list[Any]]:
     """Lay out every depth (the ``dot`` processes run side by side); each drawing as data."""
     with ThreadPoolExecutor(max_workers=len(sources)) as pool:
         images = list(pool.map(lambda source: graphviz_run.render(source, "svg"), sources))
-    return [svg_data.svg_data(embed.clean_svg(image.decode("utf-8"))) for image in images]
+    return [svg_data.svg_data(embed.clean_svg(legend_classes(image.decode("utf-8")))) for image in images]
 
 
 def generate_html(

@@ -11,6 +11,8 @@ arrows ``edge-…``.
 
 from __future__ import annotations
 
+import re
+
 from bertgraph.render.escape import element_id
 
 # The attention kinds' colour kinds (render/style.py ATTENTION_COLOURS) as class names.
@@ -78,3 +80,75 @@ def class_text(classes: list[str]) -> str:
     'role-attention kind-causal heat-3'
     """
     return " ".join(element_id(name) for name in classes)
+
+
+_GRAPH_GROUP = re.compile(r'<g id="[^"]*" class="graph[^"]*"[^>]*>')
+_POLYGON = re.compile(r'<polygon fill="([^"]*)" stroke="([^"]*)"')
+
+
+def _legend_looks() -> dict[tuple[str, str], list[str]]:
+    """The (fill, border) of every legend swatch a diagram can draw, in either theme, and its classes."""
+    from bertgraph.render import style
+
+    looks: dict[tuple[str, str], list[str]] = {}
+    for name in style.THEMES:
+        colours = style.theme(name)
+        for kind, palette in colours["kinds"].items():
+            # an attention kind's swatch stands for every box of that kind, attention block or layer
+            classes = [name for name in look_classes(kind) if name.startswith("kind-")] or look_classes(kind)
+            looks.setdefault((palette.fill.lower(), palette.border.lower()), classes)
+        for bin_, palette in enumerate(colours["heat"]):
+            looks.setdefault((palette.fill.lower(), palette.border.lower()), [f"heat-{bin_}"])
+        cross = colours["kinds"]["attention-cross"].border.lower()
+        looks.setdefault((cross, cross), ["edge-cross"])
+    return looks
+
+
+def legend_classes(svg: str) -> str:
+    """Graphviz's SVG of a diagram with each legend swatch classed like the boxes it explains.
+
+    The legend is part of the title block (an HTML-like label), whose cells Graphviz gives no
+    class; a swatch's fill polygon and the outline drawn over it get ``legend`` and the class of
+    what it explains (``legend role-feed-forward``, ``legend kind-causal``), so a style sheet that
+    restyles a role or an attention kind restyles its swatch too.
+
+    >>> svg = '<g id="graph0" class="graph">\\n<polygon fill="white" stroke="transparent" points="0,0"/>'
+    >>> svg += '\\n<polygon fill="#b6939b" stroke="transparent" points="0,0"/>\\n'
+    >>> svg += '<polygon fill="none" stroke="#cf222e" points="0,0"/>\\n<g id="n" class="node">'
+    >>> print(legend_classes(svg))
+    <g id="graph0" class="graph">
+    <polygon fill="white" stroke="transparent" points="0,0"/>
+    <polygon class="legend kind-causal" fill="#b6939b" stroke="transparent" points="0,0"/>
+    <polygon class="legend kind-causal" fill="none" stroke="#cf222e" points="0,0"/>
+    <g id="n" class="node">
+    """
+    opening = _GRAPH_GROUP.search(svg)
+    if opening is None:
+        return svg
+    start = opening.end()
+    end = svg.find("<g ", start)
+    end = len(svg) if end < 0 else end
+    looks = _legend_looks()
+    fills = {fill: classes for (fill, _), classes in looks.items()}
+    pending: tuple[str, list[str]] | None = None  # a swatch's border, awaited right after its fill
+    seen = 0
+
+    def mark(match: re.Match[str]) -> str:
+        nonlocal pending, seen
+        seen += 1
+        if seen == 1:
+            return match.group(0)  # the background, which may share a swatch's colour (dark input/output)
+        fill, stroke = match.group(1).lower(), match.group(2).lower()
+        classes: list[str] | None = None
+        if fill == "none" and pending is not None and stroke == pending[0]:
+            classes = pending[1]
+            pending = None
+        elif stroke == "transparent" and fill in fills:
+            border = next(b for (f, b) in looks if f == fill)
+            classes = fills[fill]
+            pending = (border, classes)
+        if classes is None:
+            return match.group(0)
+        return f'<polygon class="{class_text(["legend", *classes])}" fill="{match.group(1)}" stroke="{match.group(2)}"'
+
+    return svg[:start] + _POLYGON.sub(mark, svg[start:end]) + svg[end:]
