@@ -35,6 +35,7 @@ window.read = () => {
   const model = doc.getElementsByTagName("mxGraphModel")[0];
   const graph = new mxGraph(document.getElementById("graph"));
   graph.setHtmlLabels(true);
+  graph.foldingEnabled = false;  // draw.io reads collapsible=0; mxGraph alone would draw a fold icon
   // draw.io shows a UserObject's label attribute; plain mxGraph would show the element's name
   graph.convertValueToString = (cell) =>
     mxUtils.isNode(cell.value) ? cell.value.getAttribute("label") || "" : cell.value || "";

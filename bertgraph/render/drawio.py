@@ -107,6 +107,11 @@ class _Place:
         )
 
 
+def _left_edge(run: Run) -> float:
+    """Where a run of text starts (Graphviz anchors it at its start, middle or end)."""
+    return run.x - (run.width / 2 if run.align == "c" else run.width if run.align == "r" else 0.0)
+
+
 def _frame_lines(frame: Frame, place: _Place) -> Iterable[str]:
     first = frame.runs[0] if frame.runs else None
     style = _style(
@@ -127,7 +132,7 @@ def _frame_lines(frame: Frame, place: _Place) -> Iterable[str]:
         fontColor=first.colour if first else None,
         align="left",
         verticalAlign="top",
-        spacingLeft=max(0.0, first.x - frame.left - 2) if first else None,
+        spacingLeft=max(0.0, _left_edge(first) - frame.left - 2) if first else None,
         spacingTop=max(0.0, frame.top - first.y - first.size - 2) if first else None,
     )
     label = _label(frame.runs, first.size, first.colour) if first else ""
@@ -169,7 +174,7 @@ def _fraction(point: Point, box: Box) -> tuple[float, float]:
     """Where ``point`` lies on ``box``, as draw.io's exit and entry fractions (0 left/top, 1 right/bottom)."""
     x = (point[0] - box.left) / box.width if box.width else 0.5
     y = (box.top - point[1]) / box.height if box.height else 0.5
-    return round(min(1.0, max(0.0, x)), 3), round(min(1.0, max(0.0, y)), 3)
+    return round(min(1.0, max(0.0, x)), 5), round(min(1.0, max(0.0, y)), 5)
 
 
 def _waypoints(arrow: Arrow) -> list[Point]:
@@ -216,8 +221,6 @@ def _arrow_lines(arrow: Arrow, place: _Place, boxes: dict[str, Box]) -> Iterable
         strokeWidth=arrow.paint.width,
         **_dash(arrow.paint.dash),
         fontFamily=FONT,
-        fontSize=first.size if first else None,
-        fontColor=first.colour if first else None,
         labelBackgroundColor="none",
         exitX=exit_x,
         exitY=exit_y,
@@ -235,7 +238,7 @@ def _arrow_lines(arrow: Arrow, place: _Place, boxes: dict[str, Box]) -> Iterable
         centre = place.page((first.x, first.y + first.size / 3))
         offset = f'<mxPoint x="{number(centre[0] - middle[0])}" y="{number(centre[1] - middle[1])}" as="offset" />'
     geometry = f'<mxGeometry relative="1" as="geometry"><Array as="points">{points}</Array>{offset}</mxGeometry>'
-    label = _label(arrow.runs, first.size, first.colour) if first else ""
+    label = _label(arrow.runs, 0.0, None)  # the label's font in its text: an edge's style is its role's alone
     ends = f"source={xml_attribute(arrow.source)} target={xml_attribute(arrow.target)}"
     cell = f'style="{style}" edge="1" parent="{LAYER}" {ends}'
     yield from _cell(arrow.id, arrow.classes, label, "", cell, geometry)
@@ -253,7 +256,7 @@ def _title_lines(layout: Layout, place: _Place) -> Iterable[str]:
         )
         geometry = place.geometry(min(xs), max(ys), max(xs) - min(xs), max(ys) - min(ys), None)
         cell = f'style="{style}" vertex="1" parent="{LAYER}"'
-        yield from _cell(f"bertgraph-legend-{number_}", ("legend",), "", "", cell, geometry)
+        yield from _cell(f"bertgraph-legend-{number_}", layout.legend_classes(mark), "", "", cell, geometry)
     for number_, run in enumerate(layout.title, 1):
         style = _style(
             "text",
@@ -269,8 +272,7 @@ def _title_lines(layout: Layout, place: _Place) -> Iterable[str]:
             verticalAlign="middle",
             spacing="0",
         )
-        left = run.x - (run.width / 2 if run.align == "c" else run.width if run.align == "r" else 0)
-        top = run.y + run.size * 0.9
+        left, top = _left_edge(run), run.y + run.size * 0.9
         geometry = place.geometry(left, top, run.width, run.size * 1.2, None)
         cell = f'style="{style}" vertex="1" parent="{LAYER}"'
         yield from _cell(f"bertgraph-title-{number_}", ("title",), drawio_html(run.text.strip()), "", cell, geometry)

@@ -131,6 +131,17 @@ class Layout:
     def box(self, box_id: str) -> Box:
         return next(box for box in self.boxes if box.id == box_id)
 
+    def legend_classes(self, mark: Mark) -> tuple[str, ...]:
+        """A legend swatch's classes: ``legend`` and those of the boxes painted like it (or of the
+        edges drawn in its colour), so writers style a swatch as the role it explains."""
+        for box in self.boxes:
+            if (box.paint.fill, box.paint.stroke) == (mark.paint.fill, mark.paint.stroke):
+                return ("legend", *(name for name in box.classes if name != "added"))
+        for arrow in self.arrows:
+            if arrow.paint.stroke == mark.paint.fill == mark.paint.stroke:
+                return ("legend", *arrow.classes)
+        return ("legend",)
+
     def looks(self) -> list[str]:
         """Every class that decides a look, in the order the drawing first uses it."""
         seen: dict[str, None] = {}
@@ -217,7 +228,7 @@ def _below(gvid: int, children: dict[int, list[int]]) -> Iterable[int]:
 def _box(item: dict[str, Any], frame_of: dict[int, str]) -> Box:
     x, y = _point(item["pos"])
     width, height = float(item.get("width", 0)) * 72, float(item.get("height", 0)) * 72
-    shapes = _shapes(item.get("_draw_", []))
+    shapes = _shapes(item.get("_draw_", []), curves=True)  # a rounded outline without a fill is an open curve
     paint = shapes[0][1] if shapes else Paint(None, None, 0.0, "solid")
     shape = str(item.get("shape", "box"))
     drawn = "none" if not shapes else "ellipse" if shape in ("ellipse", "oval") else shape
@@ -242,7 +253,7 @@ def _box(item: dict[str, Any], frame_of: dict[int, str]) -> Box:
 
 def _frame(item: dict[str, Any], frame_of: dict[int, str]) -> Frame:
     left, bottom, right, top = (float(v) for v in str(item["bb"]).split(","))
-    shapes = _shapes(item.get("_draw_", []))
+    shapes = _shapes(item.get("_draw_", []), curves=True)  # a rounded frame without a fill is an open curve
     paint = shapes[0][1] if shapes else Paint(None, None, 0.0, "solid")
     rounded = "rounded" in str(item.get("style", ""))
     return Frame(
@@ -292,7 +303,7 @@ def _head_size(corners: tuple[Point, ...], tip: Point) -> tuple[float, float]:
     width = max(((ax - bx) ** 2 + (ay - by) ** 2) ** 0.5 for ax, ay in base for bx, by in base)
     middle = (sum(x for x, _ in base) / len(base), sum(y for _, y in base) / len(base))
     length = ((apex[0] - middle[0]) ** 2 + (apex[1] - middle[1]) ** 2) ** 0.5
-    return round(length, 2), round(width, 2)
+    return round(length, 1), round(width, 1)  # a tenth: one arrowsize gives one head, whatever its angle
 
 
 def _point(text: str) -> Point:
@@ -310,7 +321,7 @@ def _end(pos: str, which: str) -> Point | None:
 
 def _corner(points: tuple[Point, ...], left: float, top: float) -> float:
     """A rounded outline's corner radius: where its top edge starts, measured from the left side."""
-    on_top = [x for x, y in points if abs(y - top) < 0.05]
+    on_top = [x for x, y in points if abs(y - top) < 0.5]  # the bounding box is rounded to a tenth
     return round(min(on_top) - left, 2) if on_top else 0.0
 
 

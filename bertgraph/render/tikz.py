@@ -140,6 +140,11 @@ class _Styles:
             yield f"  {owner}/.style={{{', '.join(option for option in options if option)}}},"
         for modifier, name in self.modifiers.items():
             yield f"  {modifier}/.style={{draw={name}}},"
+        # a class whose elements all take their colours from a more specific one (a layer's from its
+        # attention kind) still has its style: a place for what the role shares (a line width, a font)
+        for name in layout.looks():
+            if name not in self.looks and name not in self.modifiers:
+                yield f"  {name}/.style={{}},"
 
     def overrides(self, element: Frame | Box | Arrow) -> list[str]:
         """Options an element needs beyond its styles: where its paint differs from its role's."""
@@ -163,7 +168,7 @@ class _Styles:
         return options
 
     def styles_of(self, element: Frame | Box | Arrow) -> list[str]:
-        return [name for name in element.classes if name in self.looks or name in self.modifiers]
+        return list(element.classes)
 
     def run_colour(self, run: Run, owner: str | None, first: bool) -> str | None:
         """The ``\\color`` a run needs inside its element (None: the element's text colour)."""
@@ -188,6 +193,13 @@ def _at(point: Point) -> str:
     return f"({number(point[0])},{number(point[1])})"
 
 
+def _fit(row: list[Run], text: str) -> str:
+    """A line of text at its size, narrowed only where the document's font needs more room than
+    Graphviz measured for it (``\\bgfit``, defined in the preamble): the layout stays as laid out."""
+    width = row[-1].x + row[-1].width - row[0].x if row else 0.0
+    return f"\\bgfit{{{number(width)}bp}}{{{text}}}"
+
+
 def _options(*groups: list[str]) -> str:
     return ", ".join(option for group in groups for option in group if option)
 
@@ -196,8 +208,12 @@ def _box_lines(box: Box, styles: _Styles) -> Iterable[str]:
     owner = _owner(box.classes)
     rows = lines(box.runs)
     texts = [
-        "".join(
-            _run_text(run, styles.run_colour(run, owner, index == 0 and column == 0)) for column, run in enumerate(row)
+        _fit(
+            row,
+            "".join(
+                _run_text(run, styles.run_colour(run, owner, index == 0 and column == 0))
+                for column, run in enumerate(row)
+            ),
         )
         for index, row in enumerate(rows)
     ]
@@ -213,8 +229,6 @@ def _box_lines(box: Box, styles: _Styles) -> Iterable[str]:
     geometry.append(f"font=\\fontsize{{{number(pitch)}}}{{{number(pitch)}}}\\selectfont")
     if box.radius:
         geometry.append(f"rounded corners={number(box.radius)}bp")
-    if box.shape == "none":
-        geometry.append("draw=none")
     if len(rows) > 1 and len({round(row[0].x, 1) for row in rows}) == 1 and rows[0][0].align == "l":
         geometry.append("align=left")
     options = _options(["bertgraph box"], styles.styles_of(box), geometry, styles.overrides(box))
@@ -229,7 +243,7 @@ def _placed_runs(runs: Iterable[Run], styles: _Styles, owner: str | None) -> Ite
         colour = styles.run_colour(run, owner, True) or own["text"]
         yield (
             f"\\node[bertgraph text, anchor={anchors.get(run.align, 'base west')}, text={colour}] at "
-            f"({number(run.x)},{number(run.y)}) {{{_run_text(run, None)}}};"
+            f"({number(run.x)},{number(run.y)}) {{{_fit([run], _run_text(run, None))}}};"
         )
 
 
@@ -259,18 +273,18 @@ def _arrow_lines(arrow: Arrow, styles: _Styles) -> Iterable[str]:
     yield from _placed_runs(arrow.runs, styles, _owner(arrow.classes))
 
 
-def _mark_lines(mark: Mark, styles: _Styles) -> Iterable[str]:
+def _mark_lines(mark: Mark, classes: tuple[str, ...], styles: _Styles) -> Iterable[str]:
     """A legend swatch, drawn with the style of the role it stands for (restyling the role restyles it)."""
     xs, ys = [x for x, _ in mark.points], [y for _, y in mark.points]
     corners = f"({number(min(xs))},{number(min(ys))}) rectangle ({number(max(xs))},{number(max(ys))})"
-    for owner, look in styles.looks.items():
-        if (
-            look.paint.fill == mark.paint.fill
-            and look.paint.stroke == mark.paint.stroke
-            and not owner.startswith("cluster")
-        ):
-            yield f"\\path[{owner}, line width=0.75bp, solid, -] {corners};"
-            return
+    owner = _owner(classes[1:])
+    if owner is not None and owner in styles.looks:
+        names = styles.colour_names[owner]
+        if owner.startswith("edge-") and "draw" in names:  # a line's swatch: a bar of its colour
+            yield f"\\path[fill={names['draw']}, draw={names['draw']}] {corners};"
+        else:
+            yield f"\\path[{', '.join(classes[1:])}, line width=0.75bp, solid, -] {corners};"
+        return
     fill = f"fill={styles.palette.of(mark.paint.fill)}" if mark.paint.fill else ""
     draw = f"draw={styles.palette.of(mark.paint.stroke)}" if mark.paint.stroke else ""
     yield f"\\path[{_options([fill, draw])}] {corners};"
@@ -284,7 +298,7 @@ def generate_tikz(layout: Layout, title: str = "") -> Iterable[str]:
     body.append(f"\\fill[background] (0,0) rectangle ({number(layout.width)},{number(layout.height)});")
     body += _placed_runs(layout.title, styles, None)
     for mark in layout.marks:
-        body += _mark_lines(mark, styles)
+        body += _mark_lines(mark, layout.legend_classes(mark), styles)
     for frame in layout.frames:
         body += _frame_lines(frame, styles)
     for arrow in layout.arrows:
@@ -294,8 +308,8 @@ def generate_tikz(layout: Layout, title: str = "") -> Iterable[str]:
     yield f"% {tex_text(title)}" if title else "% a bertgraph figure"
     yield f"% Drawn by bertgraph {__version__} from Graphviz's layout, the one its SVG is drawn from."
     yield "% Restyle it here: each colour is a named definition below and each role one TikZ style"
-    yield "% (role-…, kind-…, cluster-…, edge-…). To put it in a paper, copy the colours, the \\tikzset"
-    yield "% and the tikzpicture: its text takes the paper's font."
+    yield "% (role-…, kind-…, cluster-…, edge-…). To put it in a paper, copy the colours, \\bgfit, the"
+    yield "% \\tikzset and the tikzpicture: its text takes the paper's font."
     yield "\\RequirePackage{fix-cm}"
     yield "\\documentclass{article}"
     width, height = number(layout.width), number(layout.height)
@@ -305,6 +319,12 @@ def generate_tikz(layout: Layout, title: str = "") -> Iterable[str]:
     yield "\\pagestyle{empty}"
     yield "\\setlength{\\parindent}{0pt}"
     yield "\\setlength{\\topskip}{0pt}"
+    yield "% a line of text at its size, narrowed where the font is wider than the room the layout gave it"
+    yield "\\newsavebox{\\bgline}"
+    yield (
+        "\\newcommand{\\bgfit}[2]{\\sbox{\\bgline}{#2}"
+        "\\ifdim\\wd\\bgline>#1\\relax\\resizebox{#1}{!}{\\usebox{\\bgline}}\\else\\usebox{\\bgline}\\fi}"
+    )
     yield ""
     yield "% colours"
     yield from styles.definitions()
