@@ -45,6 +45,8 @@ class Read:
     cells: dict[str, dict[str, Any]]
     svg: dict[str, list[float]]
     screenshot: Path
+    text: str  # every text mxGraph drew
+    markup: int  # elements the labels' text would have made, read as markup
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +76,13 @@ def read(once: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory) -> 
             browser.open(file_url(page))
             browser.wait_for("typeof mxGraph === 'function' && typeof window.read === 'function'")
             cells, boxes = browser.evaluate("window.read()"), browser.evaluate("window.svgBoxes()")
+            shown = browser.evaluate(
+                "[document.getElementById('graph').textContent, document.querySelectorAll('odd, b b').length]"
+            )
             time.sleep(0.3)  # labels are HTML in foreign objects: let them paint
             shot = browser.screenshot(folder / f"{name}.png")
             assert browser.problems() == []
-            found[name] = Read(layout, cells, boxes, shot)
+            found[name] = Read(layout, cells, boxes, shot, *shown)
     return found
 
 
@@ -128,6 +133,8 @@ def test_every_edge_leaves_its_source_and_reaches_its_target(read: dict[str, Rea
         source, target = cells[arrow.source], cells[arrow.target]
         assert len(points) >= 3, arrow.id  # through waypoints along Graphviz's spline
         assert _on(points[0], source) and _on(points[-1], target), (arrow.id, points[0], points[-1])
+        start = (arrow.points[0][0], layout.height - arrow.points[0][1])
+        assert max(abs(a - b) for a, b in zip(points[0], start)) <= 2.0, (arrow.id, points[0], start)
         if arrow.tip is not None:
             tip = (arrow.tip[0], layout.height - arrow.tip[1])
             # mxGraph 4 takes entryPerimeter=0 as set (a string), so it projects the tip onto the outline again
@@ -144,6 +151,12 @@ def test_cells_of_one_role_share_one_style(read: dict[str, Read], name: str) -> 
             styles.setdefault((kind, cell["classes"]), set()).add(look)
     assert {key: found for key, found in styles.items() if len(found) > 1} == {}
     assert len(styles) > 8
+
+
+def test_labels_are_text_as_written(read: dict[str, Read]) -> None:
+    """The schematic names bert-tiny ``tiny & <odd> #1 {model}_é``: drawn as that text, no element made of it."""
+    assert "tiny & <odd> #1 {model}_é" in read["schematic"].text and read["schematic"].markup == 0
+    assert "cross-attention" in read["schematic"].text and "T5ForConditionalGeneration" in read["t5"].text
 
 
 def test_the_screenshot_shows_the_drawing_in_its_colours(read: dict[str, Read]) -> None:

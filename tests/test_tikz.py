@@ -24,7 +24,7 @@ import pytest
 
 from bertgraph import cli
 from bertgraph.render import laid_out_source, schematic, write_diagram
-from bertgraph.render.layout import Box, Layout, lines, read_layout
+from bertgraph.render.layout import Box, Layout, Run, lines, read_layout
 from tests.conftest import require
 from tests.editable_models import HOSTILE_CLASSIFIER, hostile_bert, t5_folder, t5_graph
 from tests.helpers import squash
@@ -120,6 +120,12 @@ def words_in(words: list[Word], box: Box, height: float) -> list[Word]:
     return [w for w in words if left <= (w.left + w.right) / 2 <= right and top <= (w.top + w.bottom) / 2 <= bottom]
 
 
+def _centre(row: list[Run]) -> float:
+    """The middle of a line of runs as Graphviz set it (a run is anchored at its start, middle or end)."""
+    starts = [run.x - (run.width / 2 if run.align == "c" else run.width if run.align == "r" else 0) for run in row]
+    return (starts[0] + starts[-1] + row[-1].width) / 2
+
+
 @pytest.mark.parametrize("name", ["bert", "t5", "schematic"])
 def test_every_box_title_reads_back_inside_its_box(documents: dict[str, Compiled], name: str) -> None:
     document = documents[name]
@@ -134,6 +140,12 @@ def test_every_box_title_reads_back_inside_its_box(documents: dict[str, Compiled
         first = min(inside, key=lambda w: w.top).line  # the box's first line, as pdftotext read it
         top_line = " ".join(w.text for w in sorted(inside, key=lambda w: w.left) if w.line == first)
         assert squash(top_line) == squash(readable(title)), (box.id, top_line, title)
+        # where Graphviz set it: centred on the run's centre, its letters just above the run's baseline
+        words = [w for w in inside if w.line == first]
+        centre = (min(w.left for w in words) + max(w.right for w in words)) / 2
+        middle = (min(w.top for w in words) + max(w.bottom for w in words)) / 2
+        assert abs(centre - _centre(rows[0])) <= 2, (box.id, centre, _centre(rows[0]))
+        assert -5 <= middle - (document.layout.height - rows[0][0].y) <= 0, (box.id, middle, rows[0][0].y)
         checked += 1
     assert checked == len([box for box in document.layout.boxes if box.runs]) > 5
 
@@ -185,7 +197,7 @@ def _close(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 def test_every_box_is_filled_with_its_role_colour(documents: dict[str, Compiled]) -> None:
     document = documents["t5"]
     image = _pixels(document.pdf)
-    boxes = [box for box in document.layout.boxes if box.paint.fill and box.shape == "box"]
+    boxes = [box for box in document.layout.boxes if box.paint.fill and box.shape in ("box", "ellipse")]
     assert len(boxes) > 20
     wrong = {box.id: _fill_at(image, box, document.layout.height) for box in boxes}
     wrong = {i: c for i, c in wrong.items() if not _close(c, _rgb(document.layout.box(i).paint.fill or ""))}
