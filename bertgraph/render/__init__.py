@@ -171,18 +171,11 @@ def render_image(
 
 
 def laid_out_source(
-    graph: nx.DiGraph,
-    fmt: str,
-    *,
-    depth: int = 2,
-    fold: bool = True,
-    theme: str = "light",
-    compare: nx.DiGraph | None = None,
-    annotate: str | None = None,
-    output: Path | None = None,
-    edge_labels: str = "changes",
+    graph: nx.DiGraph, fmt: str, *, depth: int = 2, theme: str = "light", output: Path | None = None, **options: Any
 ) -> tuple[str, str]:
     """The DOT source of a diagram Graphviz is about to lay out as ``fmt``, and its title.
+
+    ``options`` are :func:`bertgraph.render.diagram.build`'s (``fold``, ``compare``, ``annotate``, ``edge_labels``).
 
     Raises:
         RenderError: Graphviz is missing, or the diagram is too large for it to lay out in reasonable time.
@@ -190,7 +183,7 @@ def laid_out_source(
     from bertgraph.render import dot, graphviz_run
 
     graphviz_run.require_dot(output)
-    diagram = dot.build(graph, depth, fold, compare, annotate=annotate, edge_labels=edge_labels)
+    diagram = dot.build(graph, depth, **options)
     graphviz_run.check_size(len(diagram.edges))
     source = "\n".join(dot.generate_lines(diagram, theme, PNG_DPI if fmt == "png" else None)) + "\n"
     return source, diagram.title

@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Iterable
 
 from bertgraph.render.escape import drawio_html, xml_attribute
-from bertgraph.render.layout import Arrow, Box, Frame, Layout, Point, Run, bezier, lines
+from bertgraph.render.layout import Arrow, Box, Frame, Layout, Paint, Point, Run, bezier, lines
 from bertgraph.render.tikz import number
 from bertgraph.version import __version__
 
@@ -112,24 +112,31 @@ def _left_edge(run: Run) -> float:
     return run.x - (run.width / 2 if run.align == "c" else run.width if run.align == "r" else 0.0)
 
 
+def _outline(radius: float, paint: Paint, first: Run | None) -> dict[str, str | float | None]:
+    """The style keys of a box's or frame's outline and of its text's first run."""
+    return {
+        "rounded": "1" if radius else "0",
+        "absoluteArcSize": "1" if radius else None,
+        "arcSize": 2 * radius if radius else None,
+        "html": "1",
+        "whiteSpace": "nowrap",
+        "fillColor": paint.fill or "none",
+        "strokeColor": paint.stroke or "none",
+        "strokeWidth": paint.width if paint.stroke else None,
+        **_dash(paint.dash),
+        "fontFamily": FONT,
+        "fontSize": first.size if first else None,
+        "fontColor": first.colour if first else None,
+    }
+
+
 def _frame_lines(frame: Frame, place: _Place) -> Iterable[str]:
     first = frame.runs[0] if frame.runs else None
     style = _style(
-        rounded="1" if frame.radius else "0",
-        absoluteArcSize="1" if frame.radius else None,
-        arcSize=2 * frame.radius if frame.radius else None,
         container="1",
         collapsible="0",
         recursiveResize="0",
-        html="1",
-        whiteSpace="nowrap",
-        fillColor=frame.paint.fill or "none",
-        strokeColor=frame.paint.stroke or "none",
-        strokeWidth=frame.paint.width,
-        **_dash(frame.paint.dash),
-        fontFamily=FONT,
-        fontSize=first.size if first else None,
-        fontColor=first.colour if first else None,
+        **_outline(frame.radius, frame.paint, first),
         align="left",
         verticalAlign="top",
         spacingLeft=max(0.0, _left_edge(first) - frame.left - 2) if first else None,
@@ -148,18 +155,7 @@ def _box_lines(box: Box, place: _Place) -> Iterable[str]:
     shapes = {"ellipse": ellipse, "circle": (*ellipse, "aspect=fixed"), "none": ("text",)}
     style = _style(
         *shapes.get(box.shape, ()),
-        rounded="1" if box.radius else "0",
-        absoluteArcSize="1" if box.radius else None,
-        arcSize=2 * box.radius if box.radius else None,
-        html="1",
-        whiteSpace="nowrap",
-        fillColor=box.paint.fill or "none",
-        strokeColor=box.paint.stroke or "none",
-        strokeWidth=box.paint.width if box.paint.stroke else None,
-        **_dash(box.paint.dash),
-        fontFamily=FONT,
-        fontSize=first.size if first else None,
-        fontColor=first.colour if first else None,
+        **_outline(box.radius, box.paint, first),
         align="center",
         verticalAlign="middle",
     )
