@@ -20,8 +20,7 @@ import itertools
 from collections.abc import Iterable
 
 from bertgraph.render.escape import drawio_html, xml_attribute
-from bertgraph.render.layout import Arrow, Box, Frame, Layout, Paint, Point, Run, bezier, lines
-from bertgraph.render.tikz import number
+from bertgraph.render.layout import Arrow, Box, Frame, Layout, Paint, Point, Run, bezier, lines, number
 from bertgraph.version import __version__
 
 FONT = "Helvetica"

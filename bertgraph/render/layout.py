@@ -434,6 +434,16 @@ def lines(runs: Iterable[Run]) -> list[list[Run]]:
     return [sorted(grouped[y], key=lambda r: r.x) for y in sorted(grouped, reverse=True)]
 
 
+def number(value: float) -> str:
+    """A coordinate (points) as the writers spell it: as short as it is exact to a hundredth.
+
+    >>> number(12.0), number(3.14159), number(-0.004)
+    ('12', '3.14', '0')
+    """
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
 def bezier(points: tuple[Point, ...], t: float) -> list[Point]:
     """Points at parameter ``t`` of each cubic piece of ``points`` (start, then three points per piece).
 

@@ -22,22 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bertgraph.render.escape import tex_text
-from bertgraph.render.layout import Arrow, Box, Frame, Layout, Mark, Paint, Point, Run, lines
+from bertgraph.render.layout import Arrow, Box, Frame, Layout, Mark, Paint, Point, Run, lines, number
 from bertgraph.version import __version__
 
 # Classes that change a look rather than make one: drawn over the role's style.
 MODIFIERS = ("added",)
 LINE_HEIGHT = 1.2  # baseline skip per point of font size
-
-
-def number(value: float) -> str:
-    """A coordinate in bp, as short as it is exact to a hundredth.
-
-    >>> number(12.0), number(3.14159), number(-0.004)
-    ('12', '3.14', '0')
-    """
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
 
 
 @dataclass
