@@ -37,11 +37,13 @@ HEAD_NAMES = (
     "causal-lm",
     "seq2seq-lm",
 )
-DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
-FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
+DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
+FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown", "tex", "drawio")
+# Formats Graphviz lays out: images, the page, and the editable ones drawn from its layout (render/editable.py).
+LAID_OUT = ("svg", "png", "pdf", "html", "tex", "drawio")
 MASKS_FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
-DIFF_FIGURES = ("svg", "png", "pdf", "dot", "mermaid", "html")
+DIFF_FIGURES = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
 DIFF_FORMATS = (*TABLE_FORMATS, *DIFF_FIGURES)
 COST_DTYPES = ("float32", "float16", "bfloat16")
 ANNOTATIONS = ("params", "flops", "memory")
@@ -203,9 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="text, markdown, json, or a figure of two models: svg, png, pdf, dot, mermaid, html "
         "(default: from the output suffix; else text)",
     )
-    _output(diff, False, "write to a file instead of standard output (.md .json .svg .png .pdf .dot .mmd .html)")
+    _output(
+        diff, False, "write to a file instead of standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)"
+    )
 
-    render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT, Mermaid or an interactive HTML page")
+    render = commands.add_parser(
+        "render", help="diagram as SVG, PNG, PDF, DOT, Mermaid, an interactive HTML page, TikZ or draw.io"
+    )
     _common(render)
     render.add_argument("--compare", metavar="HEAD2", help="draw a second head beside the first")
     render.add_argument(
@@ -231,7 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=EDGE_LABELS,
         help="shapes on every edge, only where the shape changes (default), or none",
     )
-    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
+    render.add_argument(
+        "--css",
+        type=_file_path,
+        metavar="FILE",
+        help="a style sheet that restyles the SVG or the page's drawings by role (.role-attention, .edge-residual, …)",
+    )
+    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html .tex .drawio)")
 
     cost = commands.add_parser("cost", help="FLOPs and memory per module, as formulas in batch and seq")
     _common(cost, lengths=True)
@@ -314,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
-    _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
+    _output(families, True, "output file (.svg .png .pdf .dot .mmd .tex .drawio, or .md: Mermaid figure and table)")
 
     masks = commands.add_parser(
         "masks",
@@ -442,6 +454,7 @@ def _check_output(args: argparse.Namespace, *paths: Path, models: Sequence[str] 
     from bertgraph.model.spec import reference_files
 
     inputs = [file for model in (models or [args.model]) for file in reference_files(str(model))]
+    inputs += [args.css] if getattr(args, "css", None) is not None else []  # a style sheet is read too
     for path in paths:
         check_writable(path)
         refuse_inputs(path, inputs)
@@ -759,7 +772,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 # A figure's suffixes, beside the tables' (.md and .json).
 _DIFF_SUFFIXES = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid"}
-_DIFF_SUFFIXES |= {".mermaid": "mermaid", ".html": "html", ".htm": "html", ".txt": "text"}
+_DIFF_SUFFIXES |= {".mermaid": "mermaid", ".html": "html", ".htm": "html", ".txt": "text", ".tex": "tex"}
+_DIFF_SUFFIXES |= {".drawio": "drawio"}
 
 
 def _suffix_format(args: argparse.Namespace) -> str | None:
@@ -794,7 +808,7 @@ def _diff_models(args: argparse.Namespace) -> int:
         raise BertgraphError(f"a {fmt} figure is binary: write it to a file with -o diff.{fmt}")
     if args.output is not None:
         _check_output(args, args.output, models=args.models)
-    if fmt in (*graphviz_run.FORMATS, "html"):
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
     head = (args.head or ["base"])[0]
     heads = (args.head_a or head, args.head_b or head)
@@ -842,8 +856,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         for option, value in drawing_options:
             if value is not None:
                 raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
+    css = _style_sheet(args, fmt)
     _check_output(args, args.output)
-    if fmt in (*graphviz_run.FORMATS, "html"):
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None
@@ -858,9 +873,24 @@ def cmd_render(args: argparse.Namespace) -> int:
         warn=_warn,
         annotate=args.annotate,
         edge_labels=args.edge_labels or "changes",
+        css=css,
     )
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _style_sheet(args: argparse.Namespace, fmt: str) -> str:
+    """The checked text of ``--css`` (empty without it), refused for formats no style sheet reaches."""
+    if args.css is None:
+        return ""
+    if fmt not in ("svg", "html"):
+        raise UsageError(
+            f"--css restyles an SVG or the .html page; a {fmt} file has its colours written in: "
+            "write .svg or .html, or leave --css out"
+        )
+    from bertgraph.render.restyle import read_style_sheet
+
+    return read_style_sheet(args.css)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -977,7 +1007,7 @@ def cmd_families(args: argparse.Namespace) -> int:
     from bertgraph.render import graphviz_run
     from bertgraph.render.families import DEFAULT_MODELS, write_families
 
-    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd or .md")
+    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd .tex .drawio or .md")
     if args.table is not None:
         if args.table.suffix.lower() != ".md":
             raise UsageError(f"--table writes Markdown: name a .md file, not {args.table.name}")
@@ -987,7 +1017,7 @@ def cmd_families(args: argparse.Namespace) -> int:
             raise UsageError("--table and -o name the same file; give the table a name of its own")
     models = args.models or list(DEFAULT_MODELS)
     _check_output(args, *([args.output] if args.table is None else [args.output, args.table]), models=models)
-    if fmt in graphviz_run.FORMATS:
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
     specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
     graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]

@@ -31,6 +31,21 @@ DIFFS = {
     "bert-modernbert": ("bert-base-uncased", "modernbert-base"),
     "gpt2-tinyllama": ("gpt2", "TinyLlama-1.1B"),
 }
+# The README's restyled figure: a style sheet that turns the depth-2 diagram grey for print, by role.
+PRINT_CSS = """\
+/* Greys for print, one shade per role (bertgraph render ... --css bert-print.css -o bert-print.svg). */
+.node path, .node ellipse, .legend { stroke: #000000; }
+.role-embedding path, .role-embedding ellipse, .legend.role-embedding { fill: #e0e0e0; }
+.kind-bidirectional path, .legend.kind-bidirectional { fill: #a0a0a0; }
+.role-normalisation path, .legend.role-normalisation { fill: #ffffff; }
+.role-pooling path, .role-pooling ellipse, .legend.role-pooling { fill: #c8c8c8; }
+.role-head path, .legend.role-head { fill: #707070; }
+.node text { fill: #000000; }
+.role-head text { fill: #ffffff; }
+.cluster path { fill: none; stroke: #9e9e9e; }
+.edge path { stroke: #000000; }
+.edge polygon { fill: #000000; stroke: #000000; }
+"""
 
 
 def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str:
@@ -48,7 +63,7 @@ def _mermaid_page(arch: Architecture, warn: Callable[[str], None] | None) -> str
 def gallery_files(head: str, plots: bool) -> list[str]:
     """The names of the files the gallery writes, in order (``plots``: matplotlib is installed)."""
     names = [f"bert-depth{depth}{suffix}" for depth in DEPTHS for suffix in (".svg", ".png")]
-    names.append("bert-dark.svg")
+    names += ["bert-dark.svg", "bert-print.css", "bert-print.svg", "bert-depth2.tex", "bert-depth2.drawio"]
     if head != "base":
         names += ["bert-compare.svg", "bert-compare.png"]
     names += ["bert.html", "bert-flops.svg", "bert-mermaid.md", "summary.txt", "params.txt", "cost.txt"]
@@ -99,6 +114,10 @@ def build_gallery(
             path = folder / f"bert-depth{depth}{suffix}"
             written.append(write_diagram(arch.graph, path, depth=depth, warn=warn))
     written.append(write_diagram(arch.graph, folder / "bert-dark.svg", depth=2, theme="dark", warn=warn))
+    written.append(write_atomic(folder / "bert-print.css", PRINT_CSS))
+    written.append(write_diagram(arch.graph, folder / "bert-print.svg", depth=2, css=PRINT_CSS, warn=warn))
+    for suffix in (".tex", ".drawio"):  # for a paper and for a slide: edited in TikZ or draw.io
+        written.append(write_diagram(arch.graph, folder / f"bert-depth2{suffix}", depth=2, warn=warn))
     if head != "base":
         for suffix in (".svg", ".png"):
             written.append(

@@ -93,8 +93,9 @@ def dot_lines(comparison: Comparison, dpi: int | None = None) -> Iterable[str]:
     )
     yield '  edge [arrowsize=0.6, color="#444444"];'
     outlined = set().union(*marks(comparison))
+    ids = schematic.Marks()  # one per drawing: the element ids stay unique across both models
     for number, model in enumerate(comparison.words):
-        yield from _model(f"m{number}", model, outlined)
+        yield from _model(f"m{number}", model, outlined, ids)
     yield '  { rank=same; "m0cap"; "m1cap"; }'
     yield '  "m0cap" -> "m1cap" [style=invis];'  # the first model left
     for node in sorted(name for name in outlined if not name.endswith("layer")):
@@ -102,7 +103,7 @@ def dot_lines(comparison: Comparison, dpi: int | None = None) -> Iterable[str]:
     yield "}"
 
 
-def _model(prefix: str, model: aspects.ModelWords, outlined: set[str]) -> Iterable[str]:
+def _model(prefix: str, model: aspects.ModelWords, outlined: set[str], ids: schematic.Marks) -> Iterable[str]:
     """One model's cluster: its caption over its columns, cross-attention from the encoder's output."""
     cols = [stack.column for stack in model.stacks]
     position = ", ".join(model.kind["position"]) or "no position"
@@ -111,7 +112,8 @@ def _model(prefix: str, model: aspects.ModelWords, outlined: set[str]) -> Iterab
     yield f'  "{prefix}cap" [shape=plaintext, style="", label=<{caption}>, ordering=out];'
     for side, column in enumerate(cols):
         column_prefix = f"{prefix}c{side}"
-        for line in schematic.column_lines(column_prefix, column, position):
+        named = f"{prefix}.{model.kind.get('model', '')}"  # ids from the model's name, apart per side
+        for line in schematic.column_lines(column_prefix, column, position, ids, named):
             yield line
             if (
                 line.lstrip().startswith(f'subgraph "cluster_{column_prefix}layer"')
@@ -151,11 +153,16 @@ def mermaid_text(comparison: Comparison) -> str:
 
 
 def figure(comparison: Comparison, fmt: str) -> str | bytes:
-    """The figure in ``fmt``: ``svg``, ``png``, ``pdf``, ``dot``, ``mermaid`` or ``html`` (a page)."""
+    """The figure in ``fmt``: ``svg``, ``png``, ``pdf``, ``dot``, ``mermaid``, ``html`` (a page), or the
+    editable ``tex`` and ``drawio`` drawn from Graphviz's layout of the same DOT."""
     from bertgraph.render import PNG_DPI, graphviz_run
 
     if fmt == "dot":
         return dot_text(comparison)
+    if fmt in ("tex", "drawio"):
+        from bertgraph.render.editable import editable_text
+
+        return editable_text(dot_text(comparison), fmt, "model comparison")
     if fmt == "mermaid":
         return mermaid_text(comparison)
     if fmt == "html":
