@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: from the output suffix; else text)",
     )
     _output(
-        diff, False, "write to a file instead of standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)"
+        diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)"
     )
 
     render = commands.add_parser(
