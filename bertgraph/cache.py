@@ -117,6 +117,7 @@ def key_material(spec: ModelSpec, kind: str = "trace") -> dict[str, Any]:
         "pickle": _file_identity(spec.pickle_weights) if spec.allow_pickle else None,
         "attention": spec.attention,
         "dtype": spec.dtype,
+        "checkpoint": spec.checkpoint.digest() if spec.checkpoint is not None else None,
         "versions": {
             "bertgraph": __version__,
             "code": _code_digest(),

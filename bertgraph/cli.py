@@ -89,7 +89,8 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
         "model",
         metavar="MODEL",
         help="preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
-        "config.json, cached hub id, or a .onnx file",
+        "config.json, hub id (org/name or org/name@revision: config and safetensors headers fetched into the "
+        "Hugging Face cache, never weights), or a .onnx file",
     )
     if head:
         parser.add_argument(
@@ -121,8 +122,24 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
     parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
     )
+    _hub_options(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _hub_options(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """``--revision`` and ``--offline``, for every command that names a model."""
+    which = "every hub id named" if several else "a hub id"
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help=f"branch, tag or commit of {which} (default: main; or write org/name@REV)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fetch: hub ids only from the Hugging Face cache (as HF_HUB_OFFLINE=1)",
+    )
 
 
 def _file_path(text: str) -> Path:
@@ -276,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     families.add_argument(
         "--table", type=_file_path, metavar="PATH.md", help="also write the table to this Markdown file"
     )
+    _hub_options(families, several=True)
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
     _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
@@ -296,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--decoder-len", type=_at_least(1), metavar="M", help="an encoder-decoder's decoder tokens (default N)"
     )
     masks.add_argument("--format", choices=MASKS_FORMATS, help="default: from the output suffix")
+    _hub_options(masks, several=True)
     masks.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     masks.add_argument("--debug", action="store_true", help="show tracebacks")
     _output(masks, True, "output file (.svg .png .pdf .dot .json, or .md: the page, with the .svg beside it)")
@@ -311,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gallery.add_argument("--model", default="bert-base-uncased", help="model to draw (default bert-base-uncased)")
     gallery.add_argument("--head", default="sequence-classification", help="head to draw")
+    _hub_options(gallery)
     gallery.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     gallery.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
@@ -338,6 +358,8 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
         allow_pickle=args.allow_pickle,
         attention=getattr(args, "attention", None),
         dtype=getattr(args, "dtype", None),  # cost's --dtype: traced in it
+        revision=args.revision,
+        offline=args.offline,
     )
 
 
@@ -791,7 +813,8 @@ def cmd_families(args: argparse.Namespace) -> int:
     _check_output(args, *([args.output] if args.table is None else [args.output, args.table]), models=models)
     if fmt in graphviz_run.FORMATS:
         graphviz_run.require_dot(args.output)
-    specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
+    # every reference checked (a hub id fetched) before any trace
+    specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in models]
     graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
     written = write_families(
         graphs,
@@ -828,7 +851,8 @@ def cmd_masks(args: argparse.Namespace) -> int:
         check_writable(svg)
     if fmt in graphviz_run.FORMATS or svg is not None:
         graphviz_run.require_dot(args.output)
-    specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
+    # every reference checked (a hub id fetched) before any trace
+    specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in args.models]
     found = draw.masks_of(
         ((model, load(spec, use_cache=not args.no_cache).graph) for model, spec in zip(args.models, specs)), example
     )
@@ -849,7 +873,16 @@ def cmd_masks(args: argparse.Namespace) -> int:
 def cmd_gallery(args: argparse.Namespace) -> int:
     from bertgraph.gallery import build_gallery
 
-    for path in build_gallery(args.output, model=args.model, head=args.head, use_cache=not args.no_cache, warn=_warn):
+    written = build_gallery(
+        args.output,
+        model=args.model,
+        head=args.head,
+        use_cache=not args.no_cache,
+        warn=_warn,
+        revision=args.revision,
+        offline=args.offline,
+    )
+    for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
