@@ -16,6 +16,7 @@ must never make: a ``.py`` file asked for, a safetensors file read past its head
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -68,6 +69,8 @@ class HubServer:
     def __init__(self) -> None:
         self.repos: dict[str, Repo] = {}
         self.requests: list[Request] = []
+        self.stall: set[str] = set()  # file names whose resolve requests are never answered
+        self._stopped = threading.Event()
         self._lock = threading.Lock()
         hub = self
 
@@ -90,6 +93,7 @@ class HubServer:
         self._thread.start()
 
     def stop(self) -> None:
+        self._stopped.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -139,6 +143,9 @@ class HubServer:
             self._model_info(handler, api.group(1), api.group(2), body)
             return
         resolve = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
+        if resolve and resolve.group(3) in self.stall:
+            self._stopped.wait()  # accepted, read, never answered
+            return
         if resolve:
             self._resolve(handler, request, resolve.group(1), resolve.group(2), resolve.group(3), body)
             return
@@ -225,10 +232,8 @@ class HubServer:
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         if body:
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client read what it wanted
                 handler.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client read what it wanted and closed
 
 
 class SilentServer:

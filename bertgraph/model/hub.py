@@ -53,7 +53,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 DEFAULT_REVISION = "main"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 FETCH_SECONDS = 25.0  # the whole fetch, from starting the child to the last header
-REQUEST_SECONDS = 10.0  # one request (huggingface_hub's default), within what is left of the above
+REQUEST_SECONDS = 10.0  # one request, within what is left of the above (HF_HUB_DOWNLOAD_TIMEOUT overrides)
 FIRST_BYTES = 100_000  # the first request for a header (huggingface_hub's guess: 97 % of headers fit)
 PARALLEL_HEADERS = 8  # headers fetched at once (a 163-shard model)
 RECORD_FORMAT = 1
@@ -432,11 +432,13 @@ def _fetch_here(reference: HubReference, deadline: float) -> str:
     """Fetch ``reference``'s config, index and headers into the cache; returns the commit."""
     from huggingface_hub import HfApi
 
+    per_request = float(os.environ.get("HF_HUB_DOWNLOAD_TIMEOUT") or REQUEST_SECONDS)
+
     def timeout() -> float:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
-        return min(REQUEST_SECONDS, left)
+        return min(per_request, left)
 
     repo_id, revision = reference.repo_id, reference.asked
     info = HfApi(library_name=LIBRARY, library_version=__version__).model_info(
