@@ -379,6 +379,7 @@ _CONFIG_OPTIONS = (
     "seq_len",
     "batch",
     "attention",
+    "revision",
 )
 
 
