@@ -40,6 +40,7 @@ class Repo:
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)
     refs: dict[str, str] = field(default_factory=dict)
     token: str | None = None  # gated: files open only with this token
+    stall: set[str] = field(default_factory=set)  # files whose resolve requests are never answered
     sizes: dict[str, int] = field(default_factory=dict)  # sizes to claim instead of the real ones
 
     def add(self, files: dict[str, bytes], ref: str = "main") -> str:
@@ -69,7 +70,6 @@ class HubServer:
     def __init__(self) -> None:
         self.repos: dict[str, Repo] = {}
         self.requests: list[Request] = []
-        self.stall: set[str] = set()  # file names whose resolve requests are never answered
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         hub = self
@@ -127,11 +127,12 @@ class HubServer:
     def _answer(self, handler: BaseHTTPRequestHandler, body: bool) -> None:
         url = urlsplit(handler.path)
         path = unquote(url.path)
+        asked = re.fullmatch(r"bytes=(\d+)-(\d+)", handler.headers.get("Range") or "")
         request = Request(
             method=handler.command,
             path=path,
             range=handler.headers.get("Range"),
-            range_end=None,
+            range_end=int(asked.group(2)) if asked else None,  # the last byte asked for (none: to the end)
             authorization=handler.headers.get("Authorization"),
             sent=0,
             header=0,
@@ -143,7 +144,7 @@ class HubServer:
             self._model_info(handler, api.group(1), api.group(2), body)
             return
         resolve = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
-        if resolve and resolve.group(3) in self.stall:
+        if resolve and resolve.group(3) in self.repo(resolve.group(1)).stall:
             self._stopped.wait()  # accepted, read, never answered
             return
         if resolve:
@@ -206,7 +207,6 @@ class HubServer:
         if asked:
             start = int(asked.group(1))
             end = min(int(asked.group(2)) if asked.group(2) else len(content) - 1, len(content) - 1)
-            request["range_end"] = end
             status, part = 206, content[start : end + 1]
             headers["Content-Range"] = f"bytes {start}-{end}/{len(content)}"
         request["sent"] = len(part) if body else 0

@@ -451,19 +451,45 @@ def test_each_failure_is_one_line_and_leaves_the_cache_as_it_was(
 def test_a_failed_fetch_keeps_what_the_cache_held_before(
     hub: HubServer, hf_home: Path, checkpoints: dict[str, tuple[Path, int]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """main cached, then v2 (whose shard is missing) fails: main's snapshot, ref and record stay, offline too."""
-    folder, total = checkpoints["bert"]
-    _publish(hub, BERT, folder)
-    first = sorted(p.name for p in folder.glob("model-0*.safetensors"))[0]
-    assert _json(["params", BERT, "--head", "sequence-classification"], capsys)["total"] == total
+    """Another tool cached main's config alone; the fetch that would complete it moves main to a commit whose
+    shard is missing and fails: main's ref, snapshot and files are as they were, and offline it still draws."""
+    folder, _ = checkpoints["bert"]
+    earlier = "e" * 40
+    repo = hf_home / "hub" / "models--tests-org--tiny-bert"
+    (repo / "snapshots" / earlier).mkdir(parents=True)
+    (repo / "snapshots" / earlier / "config.json").write_bytes((folder / "config.json").read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(earlier)
     before = {path: path.read_bytes() for path in hf_home.rglob("*") if path.is_file()}
-    _publish(hub, BERT, folder, ref="main", **{first: b""})  # main moves on to a broken commit
-    hub.repo(BERT).refs["v2"] = hub.repo(BERT).refs["main"]
-    line = one_line_error(["params", f"{BERT}@v2"], capsys)
+    first = sorted(p.name for p in folder.glob("model-0*.safetensors"))[0]
+    _publish(hub, BERT, folder, **{first: b""})
+    line = one_line_error(["params", BERT, "--head", "sequence-classification"], capsys)
     assert f"names {first}, which the repository does not hold" in line
     assert {path: path.read_bytes() for path in hf_home.rglob("*") if path.is_file()} == before
+    assert sorted(str(p.relative_to(hf_home)) for p in hf_home.rglob("*")) == [
+        "hub",
+        "hub/models--tests-org--tiny-bert",
+        "hub/models--tests-org--tiny-bert/refs",
+        "hub/models--tests-org--tiny-bert/refs/main",
+        "hub/models--tests-org--tiny-bert/snapshots",
+        f"hub/models--tests-org--tiny-bert/snapshots/{earlier}",
+        f"hub/models--tests-org--tiny-bert/snapshots/{earlier}/config.json",
+    ]
     os.environ["HF_HUB_OFFLINE"] = "1"
-    assert _json(["params", BERT, "--head", "sequence-classification"], capsys)["total"] == total
+    params = _json(["params", BERT, "--head", "sequence-classification"], capsys)
+    assert "checkpoint" not in params  # a config cached alone: drawn, with nothing said of weights
+
+
+def test_headers_that_disagree_with_the_config_are_said_as_for_a_local_checkpoint(
+    hub: HubServer, checkpoints: dict[str, tuple[Path, int]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _ = checkpoints["bert"]
+    config = json.loads((folder / "config.json").read_text())
+    _publish(hub, BERT, folder, **{"config.json": json.dumps({**config, "intermediate_size": 40}).encode()})
+    line = one_line_error(["params", BERT, "--head", "sequence-classification"], capsys)
+    assert f"bertgraph: error: {BERT}@" in line
+    assert "tensor 'bert.encoder.layer.0.intermediate.dense.bias' has shape [37] but the config needs [40]" in line
+    assert "use the config.json saved with these weights (and no size overrides)" in line
 
 
 def test_offline_and_not_cached_asks_nothing(
@@ -522,7 +548,7 @@ def test_a_server_that_stops_answering_midway_is_cut_off(
     """The file list and config answered, the index's HEAD never: huggingface_hub would retry for minutes;
     the fetch ends at 25 s."""
     _publish(hub, BERT, checkpoints["bert"][0])
-    hub.stall.add("model.safetensors.index.json")
+    hub.repo(BERT).stall.add("model.safetensors.index.json")
     seconds, done = _timed_run(["summary", BERT], {"HF_ENDPOINT": hub.url})
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert f"bertgraph: error: no answer from {hub.url} within 25 s while fetching {BERT}" in done.stderr

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -137,8 +138,12 @@ def repo_folder(repo_id: str) -> str:
     return "models--" + repo_id.replace("/", "--")
 
 
+def _record_folder(repo_id: str) -> Path:
+    return assets_dir() / "bertgraph" / repo_folder(repo_id)
+
+
 def _record_path(repo_id: str, commit: str) -> Path:
-    return assets_dir() / "bertgraph" / repo_folder(repo_id) / f"{commit}.json"
+    return _record_folder(repo_id) / f"{commit}.json"
 
 
 # --- the cache, read without the network ---------------------------------------------------
@@ -298,9 +303,12 @@ def _repo_lock(repo_id: str) -> Iterator[None]:
     folder = Path(tempfile.gettempdir()) / f"bertgraph-hub-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
-        handle = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        info = folder.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise PermissionError("not a private folder of this user")  # someone else's, or a link: no lock
+        handle = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError:
-        yield  # no lock where the temporary folder cannot be written
+        yield  # no lock where the temporary folder cannot be used safely
         return
     try:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -357,7 +365,7 @@ class _CacheChanges:
         self.roots = [
             cache / repo_folder(repo_id),
             cache / ".locks" / repo_folder(repo_id),
-            _record_path(repo_id, "0").parent,
+            _record_folder(repo_id),
         ]
         self.marker = cache / "CACHEDIR.TAG"
         self.had_marker = self.marker.exists()
