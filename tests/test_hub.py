@@ -643,3 +643,50 @@ def test_hub_references_are_read_strictly() -> None:
         assert hub_reference(text) is None, text
     with pytest.raises(ModelReferenceError, match="is not a branch, tag or commit name"):
         hub_reference("org/name@v1//x")
+
+
+# --- the checkpoint held to the parameters (model/stored.py) ------------------------------------
+
+
+def _stored(*tensors: tuple[str, str, tuple[int, ...]]) -> Any:
+    from bertgraph.model.checkpoint import DTYPE_BITS
+    from bertgraph.model.stored import Checkpoint, StoredTensor, part_of
+
+    found = []
+    for name, dtype, shape in tensors:
+        size = 1
+        for dim in shape:
+            size *= dim
+        found.append(
+            StoredTensor(name, dtype, shape, size * DTYPE_BITS[dtype] // 8, "model.safetensors", part_of(name, dtype))
+        )
+    return Checkpoint("org/name@" + "0" * 40, ("model.safetensors",), False, tuple(sorted(found)))
+
+
+def _rows(**numels: int) -> list[dict[str, Any]]:
+    return [{"name": name.replace("__", "."), "numel": numel} for name, numel in numels.items()]
+
+
+def test_a_tied_weight_stored_under_both_names_counts_once() -> None:
+    """Older GPT-2 checkpoints store the LM head beside the embedding it is tied to."""
+    from bertgraph.model.stored import compare
+
+    stored = _stored(("transformer.wte.weight", "F32", (10, 4)), ("lm_head.weight", "F32", (10, 4)))
+    found = compare(
+        stored, _rows(transformer__wte__weight=40), {"lm_head.weight": "transformer.wte.weight"}, "transformer"
+    )
+    assert found["matches"] is True and found["stored"] == 40 == found["graph"]
+    untied = compare(stored, _rows(transformer__wte__weight=40), {}, "transformer")
+    assert untied["matches"] is False and untied["not_in_model"]["names"] == ["lm_head.weight"]
+
+
+def test_a_bare_models_checkpoint_matches_a_head_models_names() -> None:
+    """A base checkpoint names ``encoder.x``; the model with a head ``bert.encoder.x``: the head's own is missing."""
+    from bertgraph.model.stored import compare
+
+    stored = _stored(("encoder.w", "BF16", (4, 4)), ("pooler.b", "BF16", (4,)))
+    rows = _rows(bert__encoder__w=16, bert__pooler__b=4, classifier__weight=8)
+    found = compare(stored, rows, {}, "bert")
+    assert (found["stored"], found["graph"], found["matches"]) == (20, 28, False)
+    assert found["not_in_checkpoint"] == {"tensors": 1, "elements": 8, "names": ["classifier.weight"]}
+    assert found["not_in_model"]["tensors"] == 0
