@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bertgraph.errors import BertgraphError, CheckpointError, ModelReferenceError, first_line, one_line
-from bertgraph.files import path_kind, write_atomic
+from bertgraph.files import exclusive_lock, path_kind, write_atomic
 from bertgraph.model.checkpoint import MAX_INDEX_BYTES, TensorEntry, check_index, header_length, parse_header
 from bertgraph.model.checkpoint import read_index as read_index_file
 from bertgraph.model.fields import MAX_CONFIG_BYTES
@@ -297,24 +297,19 @@ def _repo_lock(repo_id: str) -> Iterator[None]:
 
     The lock file lives in the temporary folder, so it adds nothing to the Hugging Face cache.
     """
-    import fcntl
-
     key = hashlib.sha256(f"{hub_cache_dir()}\0{repo_id}".encode()).hexdigest()[:24]
     folder = Path(tempfile.gettempdir()) / f"bertgraph-hub-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         info = folder.lstat()
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            raise PermissionError("not a private folder of this user")  # someone else's, or a link: no lock
-        handle = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
     except OSError:
-        yield  # no lock where the temporary folder cannot be used safely
-        return
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        private = False
+    if not private:  # someone else's folder, or a link: no lock rather than one in a place we do not own
         yield
-    finally:
-        os.close(handle)
+        return
+    with exclusive_lock(folder / f"{key}.lock", 0o600):
+        yield
 
 
 def _fetch(reference: HubReference) -> None:
