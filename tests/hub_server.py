@@ -41,6 +41,7 @@ class Repo:
     refs: dict[str, str] = field(default_factory=dict)
     token: str | None = None  # gated: files open only with this token
     stall: set[str] = field(default_factory=set)  # files whose resolve requests are never answered
+    hidden: set[str] = field(default_factory=set)  # files listed but answered EntryNotFound (a Hub out of step)
     sizes: dict[str, int] = field(default_factory=dict)  # sizes to claim instead of the real ones
 
     def add(self, files: dict[str, bytes], ref: str = "main") -> str:
@@ -193,7 +194,7 @@ class HubServer:
             self._error(handler, status, "GatedRepo", "Access to model is restricted", body)
             return
         content = repo.commits[commit].get(name)
-        if content is None:
+        if content is None or name in repo.hidden:
             self._error(handler, 404, "EntryNotFound", "Entry not found", body, {"X-Repo-Commit": commit})
             return
         if name.endswith(".safetensors") and len(content) >= 8:

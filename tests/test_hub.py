@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import bertgraph
 from bertgraph.cli import main
 from tests.helpers import one_line_error
 from tests.hub_server import HubServer, SilentServer, closed_port_url, folder_files
@@ -173,6 +174,8 @@ def test_a_hub_id_is_fetched_as_config_and_headers_then_read_offline(
     assert _json(["summary", BERT, "--head", "sequence-classification"], capsys) == summary
     assert main(["summary", BERT, "--head", "sequence-classification"]) == 0
     assert "checkpoint bfloat16, 2 shards, " in capsys.readouterr().out
+    arch = bertgraph.trace(BERT, "sequence-classification", revision=commit, offline=True)
+    assert arch.summary()["checkpoint"] == checkpoint and arch.name == f"{BERT}@{commit}"
 
 
 @pytest.mark.parametrize(
@@ -412,6 +415,10 @@ def _broken(hub: HubServer, checkpoints: dict[str, tuple[Path, int]], case: str)
         _publish(hub, "tests-org/huge", gpt2)
         hub.repo("tests-org/huge").sizes["config.json"] = 65 * 2**20
         return "tests-org/huge", ["tests-org/huge: config.json is 68,157,440 bytes, above the 64 MB bertgraph reads"]
+    if case == "a listed file not there":
+        _publish(hub, "tests-org/out-of-step", gpt2)
+        hub.repo("tests-org/out-of-step").hidden.add("config.json")
+        return "tests-org/out-of-step", ["tests-org/out-of-step lacks a file its file list names (", "run again"]
     if case == "a damaged header":
         data = bytearray((gpt2 / "model.safetensors").read_bytes())
         data[8:9] = b"["  # the header's JSON object made a list
@@ -425,6 +432,7 @@ CASES = [
     "no repository",
     "no revision",
     "no config",
+    "a listed file not there",
     "a shard missing",
     "a config too large",
     "a damaged header",

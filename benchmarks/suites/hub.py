@@ -15,8 +15,10 @@ command is a whole ``bertgraph summary`` process, as a user runs it:
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -40,23 +42,30 @@ REPO = "bench/bert-base-uncased"
 HEAD = ["--head", "sequence-classification"]
 
 
+# Prints bert-base's parameter names and shapes; run as a process of its own, so that this one never
+# holds torch (a command forked from it would count torch's pages in its peak memory).
+SHAPES = """
+import json, torch, transformers
+from bertgraph.model.presets import preset_config
+with torch.device("meta"):
+    model = transformers.BertForSequenceClassification(transformers.BertConfig(**preset_config("bert-base-uncased")))
+print(json.dumps([[name, list(t.shape)] for name, t in model.state_dict().items()]))
+"""
+
+
 def header_only_checkpoint() -> tuple[dict[str, bytes], dict[str, int]]:
     """bert-base's files: its config and the header of its float32 checkpoint, and the checkpoint's full size."""
-    import torch
-    import transformers
-
     from bertgraph.model.presets import preset_config
 
-    config = dict(preset_config("bert-base-uncased") or {})
-    with torch.device("meta"):
-        model = transformers.BertForSequenceClassification(transformers.BertConfig(**config))
+    done = subprocess.run([sys.executable, "-c", SHAPES], capture_output=True, text=True, check=True)
     header, offset = {}, 0
-    for name, tensor in model.state_dict().items():
-        size = tensor.numel() * 4
-        header[name] = {"dtype": "F32", "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
+    for name, shape in json.loads(done.stdout):
+        size = 4 * math.prod(shape)
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + size]}
         offset += size
     raw = json.dumps(header).encode()
-    files = {"config.json": json.dumps(config).encode(), "model.safetensors": struct.pack("<Q", len(raw)) + raw}
+    config = json.dumps(preset_config("bert-base-uncased")).encode()
+    files = {"config.json": config, "model.safetensors": struct.pack("<Q", len(raw)) + raw}
     return files, {"model.safetensors": 8 + len(raw) + offset}
 
 
