@@ -566,8 +566,15 @@ def _range(url: str, start: int, count: int, timeout: Any) -> bytes:
 
 def _say(error: BaseException, reference: HubReference) -> str:
     """One line for what went wrong talking to the Hub, with what to do."""
-    import httpx2
     from huggingface_hub import errors
+
+    try:  # huggingface_hub 2's HTTP client, whose exceptions say the network failed
+        import httpx2
+
+        timeouts: tuple[type[BaseException], ...] = (TimeoutError, httpx2.TimeoutException)
+        transport: tuple[type[BaseException], ...] = (OSError, httpx2.TransportError)
+    except ImportError:
+        timeouts, transport = (TimeoutError,), (OSError,)
 
     if isinstance(error, errors.LocalEntryNotFoundError) and error.__cause__ is not None:
         return _say(error.__cause__, reference)  # hf_hub_download's wrapper of the answer that failed
@@ -584,12 +591,12 @@ def _say(error: BaseException, reference: HubReference) -> str:
         return f"{reference.repo_id} has no revision {reference.asked!r}; give a branch, tag or commit it has"
     if isinstance(error, errors.RemoteEntryNotFoundError):
         return f"{reference} lacks a file its file list names ({first_line(error)}); run again"
-    if isinstance(error, TimeoutError | httpx2.TimeoutException):
+    if isinstance(error, timeouts):
         return (
             f"no answer from {where} in time while fetching {reference}; check the network and HF_ENDPOINT, or set "
             "HF_HUB_OFFLINE=1 to use only models in the cache"
         )
-    if isinstance(error, httpx2.TransportError | OSError) and not isinstance(error, errors.HfHubHTTPError):
+    if isinstance(error, transport) and not isinstance(error, errors.HfHubHTTPError):
         return (
             f"cannot reach {where} to fetch {reference} ({one_line(first_line(error))}); check the network and "
             "HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use only models in the cache"
