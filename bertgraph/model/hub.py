@@ -314,9 +314,10 @@ def _repo_lock(repo_id: str) -> Iterator[None]:
 
 def _fetch(reference: HubReference) -> None:
     """Fetch in a child process (:func:`fetch_main`), killed after :data:`FETCH_SECONDS`."""
-    root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in _site_folders():  # a source tree: the child imports this very bertgraph
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     # The user agent's extras cost a request of their own (an agent registry, kept in HF_HOME): the
     # fetch makes only the requests it needs.
@@ -348,6 +349,15 @@ def _fetch(reference: HubReference) -> None:
     if not (isinstance(answer, dict) and answer.get("commit")):
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise HubError(f"fetching {reference} failed (status {done.returncode}): {said[-1] if said else 'no message'}")
+
+
+def _site_folders() -> set[str]:
+    """Where the interpreter finds installed packages (never put first on a child's path: they
+    would come before the standard library)."""
+    import site
+
+    found = [*site.getsitepackages(), site.getusersitepackages()]
+    return {str(Path(folder).resolve()) for folder in found}
 
 
 class _CacheChanges:
