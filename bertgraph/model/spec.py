@@ -21,7 +21,7 @@ from bertgraph.files import expand_user, path_kind
 from bertgraph.model.checkpoint import read_checkpoint
 from bertgraph.model.families import BY_NAME, MODEL_TYPES, Family, family_of
 from bertgraph.model.families.record import HEAD_NAMES, OVERRIDE_SIZES
-from bertgraph.model.fields import ConfigRules, Field, check_config, problem
+from bertgraph.model.fields import ConfigRules, Field, check_config, check_fields, problem
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
 
 BERT = BY_NAME["bert"]
@@ -65,6 +65,11 @@ _EPSILON_SUFFIXES = ("_eps", "epsilon")
 # Sizes that may be zero (DeBERTa-v3 has no token types) and sizes that count layers.
 _MAY_BE_ZERO = frozenset({"type_vocab", "experts", "experts_per_token"})
 _LAYER_SIZES = frozenset({"layers", "decoder_layers"})
+# Sizes every model is built from: never left null, whatever a config class's default is (ESM's vocabulary).
+_NEEDED_SIZES = frozenset({"layers", "hidden", "heads", "vocab"})
+# Field names, by ending, that the modeling code divides by: a layer pattern's period or step
+# (Jamba's ``attn_layer_period``: ``i % period``), or groups the experts are split into (DeepSeek's ``n_group``).
+_DIVISOR_SUFFIXES = ("_period", "_step", "_freq", "_interval", "window_pattern", "n_group", "expert_group")
 
 
 def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None = None) -> ConfigRules:
@@ -73,8 +78,9 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
     The family's size fields are counts bounded by their role's limit, with transformers'
     defaults (a size another gives, like GPT-2's ``n_inner``, may be ``null``); the
     activation field is a string; dropout and epsilon fields of ``config`` are
-    probabilities and non-negative numbers; the hidden size divides by the heads unless
-    each head's size is a field of its own, and the heads by the key/value heads.
+    probabilities and non-negative numbers; a layer pattern's period or step is a positive
+    whole number; the hidden size divides by the heads unless each head's size is a field of
+    its own, and the heads by the key/value heads; a token goes to no more experts than there are.
     """
     defaults = family.variants[model_type].defaults
     fields = dict(_COMMON_FIELDS)
@@ -84,7 +90,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
             default=defaults.get(name),
             role="layers" if size in _LAYER_SIZES else "size",
             minimum=0 if size in _MAY_BE_ZERO else 1,
-            nullable=size in family.fallbacks,
+            # A type read off transformers may leave a size to its code (DeepSeek-V2's experts per token).
+            nullable=size in family.fallbacks or (family.inferred and size not in _NEEDED_SIZES),
         )
     # The family's other fields with defaults: the activation, T5's head size, ModernBERT's period.
     for name, value in defaults.items():
@@ -101,16 +108,30 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         elif name.endswith(_EPSILON_SUFFIXES):
             # A record's families always set their epsilon; a type read off transformers may leave it to the code.
             fields.setdefault(name, Field("number", nullable=family.inferred))
+        elif name.endswith(_DIVISOR_SUFFIXES) and type((config or {})[name]) is int:
+            fields.setdefault(name, Field("count"))
     hidden, heads = family.sizes.get("hidden"), family.sizes.get("heads")
     divisible = []
     head_dim = family.head_dim
     no_head_dim = head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None)
-    if hidden and heads and no_head_dim:
+    # A type read off transformers has its model class's own size checks, made when it is built
+    # (BERT's refuses such a hidden size; LLaMA's takes heads of hidden // heads): none is added here.
+    if hidden and heads and no_head_dim and not family.inferred:
         divisible.append((hidden, heads))
     if heads and "kv_heads" in family.sizes:
         divisible.append((heads, family.sizes["kv_heads"]))
     vocab = family.sizes.get("vocab")
-    return ConfigRules(fields=fields, divisible=tuple(divisible), below=(("pad_token_id", vocab),) if vocab else ())
+    routed = (
+        (family.sizes["experts_per_token"], family.sizes["experts"])
+        if {"experts", "experts_per_token"} <= set(family.sizes)
+        else None
+    )
+    return ConfigRules(
+        fields=fields,
+        divisible=tuple(divisible),
+        below=(("pad_token_id", vocab),) if vocab else (),
+        at_most=(routed,) if routed else (),
+    )
 
 
 BERT_RULES = rules_for(BY_NAME["bert"], "bert", {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})
@@ -547,18 +568,22 @@ def normalise(config: dict[str, Any], family: Family, origin: Path) -> dict[str,
 
     transformers reads an alias (BART's ``num_hidden_layers``) as the field it stands for, so
     the two must agree; the alias is dropped, so that an override of the field is not undone.
+    A type read off transformers keeps its aliases: its config class reads them as it would
+    from config.json, after deriving fields (UMT5's decoder depth follows ``num_layers``, not
+    its alias), and an override drops them (:func:`apply_overrides`).
     """
     result = dict(config)
     for alias, name in family.aliases.items():
         if alias not in result:
             continue
-        value = result.pop(alias)
+        value = result[alias] if family.inferred else result.pop(alias)
         if name in result and result[name] != value:
             raise ConfigError(
                 f"{origin}: {alias} {value!r} and {name} {result[name]!r} name the same size; "
                 "remove one or make them agree"
             )
-        result[name] = value
+        if not family.inferred:
+            result[name] = value
     return result
 
 
@@ -574,7 +599,10 @@ def apply_overrides(config: dict[str, Any], overrides: dict[str, int], family: F
             continue
         for size in OVERRIDE_SIZES[option]:
             if size in family.sizes:
-                result[family.sizes[size]] = value
+                name = family.sizes[size]
+                result[name] = value
+                for alias in [alias for alias, field in family.aliases.items() if field == name]:
+                    result.pop(alias, None)  # read after the field, it would undo the override
     return result
 
 
@@ -595,7 +623,14 @@ def validate_config(
     set_by = set_by or {}
     family = family or family_for(config, origin)
     rules = rules_for(family, config["model_type"], config)
-    check_config(config, rules, lambda name: set_by.get(name, str(origin)), prepare=lambda c: _fill(c, family))
+    where = lambda name: set_by.get(name, str(origin))  # noqa: E731
+    if family.inferred:
+        check_fields(config, rules, where)  # the values as written, before transformers reads them
+        _as_transformers_makes(config, family, origin)
+        rules = rules_for(family, config["model_type"], config)
+        check_config(config, rules, where)
+    else:
+        check_config(config, rules, where, prepare=lambda c: _fill(c, family))
     _check_rope(config, origin)
     labels = config.get("id2label")
     if isinstance(labels, dict):
@@ -636,6 +671,40 @@ def _check_rope(config: Mapping[str, Any], origin: Path) -> None:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _as_transformers_makes(config: dict[str, Any], family: Family, origin: Path) -> None:
+    """A config of a type read off transformers, completed in place by the type's own config class
+    (:func:`~bertgraph.model.families.generic.derived_config`): aliases under their field's name,
+    derived fields derived, every other field at the class's default — never a default of bertgraph's."""
+    from bertgraph.model.families.generic import derived_config
+
+    model_type = config["model_type"]
+    try:
+        made = derived_config(model_type, config_kwargs(config))
+    except Exception as error:
+        zero = sorted(name for name, value in config.items() if type(value) is int and value == 0)
+        hint = f" ({', '.join(zero)} 0: make it positive)" if isinstance(error, ZeroDivisionError) and zero else ""
+        raise ConfigError(
+            f"{origin}: transformers cannot make a {model_type} config of this one: {first_line(error)}{hint}"
+        ) from error
+    config.clear()
+    config.update(made)
+    kv, heads = family.sizes.get("kv_heads"), family.sizes.get("heads")
+    if kv and heads and kv in config and isinstance(config.get("kv_lora_rank"), int):
+        # Latent attention (DeepSeek's) expands its keys and values to every query head: the key/value
+        # heads are the query heads. transformers reads this field only for heads // it, which its sdpa
+        # path repeats the keys by when a padding mask is given (a broadcast error for 4 heads of 2).
+        config[kv] = config[heads]
+
+
+# What config.json holds besides the config class's arguments.
+_NOT_KWARGS = ("auto_map", "architectures", "transformers_version", "model_type")
+
+
+def config_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """config.json content as config-class keyword arguments, without remote-code hooks."""
+    return {k: v for k, v in config.items() if k not in _NOT_KWARGS}
 
 
 def _fill(config: dict[str, Any], family: Family) -> None:
