@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bertgraph.errors import CheckpointError, ConfigError, first_line
 from bertgraph.model.checkpoint import check_checkpoint, read_checkpoint
 from bertgraph.model.families.record import ENCODER_ONLY
-from bertgraph.model.spec import ModelSpec, config_kwargs
+from bertgraph.model.spec import ModelSpec, config_kwargs, zero_divisors
 
 if TYPE_CHECKING:
     import torch
@@ -57,7 +57,7 @@ def build_model(
     except Exception as error:
         raise ConfigError(
             f"{spec.config_path or spec.name}: transformers cannot build {spec.model_class} from this config: "
-            f"{first_line(error)}"
+            f"{first_line(error)}{zero_divisors(spec.config, error)}"
         ) from error
     if spec.weights is not None:
         expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
@@ -128,6 +128,7 @@ def make_config(spec: ModelSpec, model_class: Any) -> Any:
     except Exception as error:
         raise ConfigError(
             f"{origin}: transformers cannot build {spec.model_class} from this config: {first_line(error)}"
+            + zero_divisors(spec.config, error)
         ) from error
     if kwargs.get("use_cache") is False:
         _cache_off(config)

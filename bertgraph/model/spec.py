@@ -623,11 +623,15 @@ def validate_config(
     set_by = set_by or {}
     family = family or family_for(config, origin)
     rules = rules_for(family, config["model_type"], config)
-    where = lambda name: set_by.get(name, str(origin))  # noqa: E731
+
+    def where(name: str) -> str:
+        return set_by.get(name, str(origin))
+
     if family.inferred:
         check_fields(config, rules, where)  # the values as written, before transformers reads them
         _as_transformers_makes(config, family, origin)
-        rules = rules_for(family, config["model_type"], config)
+        # Checked again as transformers completed them; fields known by their name's ending are still
+        # those written (Switch derives a sparse step of 0 for no sparse layer, which its code allows).
         check_config(config, rules, where)
     else:
         check_config(config, rules, where, prepare=lambda c: _fill(c, family))
@@ -683,10 +687,9 @@ def _as_transformers_makes(config: dict[str, Any], family: Family, origin: Path)
     try:
         made = derived_config(model_type, config_kwargs(config))
     except Exception as error:
-        zero = sorted(name for name, value in config.items() if type(value) is int and value == 0)
-        hint = f" ({', '.join(zero)} 0: make it positive)" if isinstance(error, ZeroDivisionError) and zero else ""
         raise ConfigError(
-            f"{origin}: transformers cannot make a {model_type} config of this one: {first_line(error)}{hint}"
+            f"{origin}: transformers cannot make a {model_type} config of this one: {first_line(error)}"
+            + zero_divisors(config, error)
         ) from error
     config.clear()
     config.update(made)
@@ -696,6 +699,21 @@ def _as_transformers_makes(config: dict[str, Any], family: Family, origin: Path)
         # heads are the query heads. transformers reads this field only for heads // it, which its sdpa
         # path repeats the keys by when a padding mask is given (a broadcast error for 4 heads of 2).
         config[kv] = config[heads]
+
+
+def zero_divisors(config: Mapping[str, Any], error: BaseException) -> str:
+    """For a division by zero in transformers' code, the fields of ``config`` the failing line reads
+    that are 0, as advice (``" (attn_layer_period is 0: make it positive)"``); ``""`` otherwise."""
+    import traceback
+
+    if not isinstance(error, ZeroDivisionError) or error.__traceback__ is None:
+        return ""
+    line = traceback.extract_tb(error.__traceback__)[-1].line or ""
+    read = re.findall(r"\.(\w+)", line)
+    zero = sorted({name for name in read if type(config.get(name)) is int and config[name] == 0})
+    if not zero:
+        return ""
+    return f" ({', '.join(zero)} {'is' if len(zero) == 1 else 'are'} 0, which the model divides by: make it positive)"
 
 
 # What config.json holds besides the config class's arguments.
