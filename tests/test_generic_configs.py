@@ -242,6 +242,18 @@ def test_a_layer_period_below_one_is_one_line_naming_it(
     assert f"field '{field}' must be a positive integer, got {value}" in line
 
 
+def test_a_zero_step_transformers_divides_by_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Qwen3-MoE's ``decoder_sparse_step`` of 0: no rule by name (Switch's derived 0 is allowed), so the
+    line transformers failed at tells which field it divided by."""
+    config = {**WRITTEN["qwen3_moe aliased experts"], "decoder_sparse_step": 0}
+    line = one_line_error(["params", folder_with(config, tmp_path)], capsys)
+    assert line.endswith(
+        "integer modulo by zero (decoder_sparse_step is 0, which the model divides by: make it positive)"
+    )
+
+
 def test_a_division_by_zero_in_transformers_names_the_field_it_read() -> None:
     """What no name's ending gives away is found on the line transformers failed at."""
     from transformers import JambaConfig

@@ -67,9 +67,10 @@ _MAY_BE_ZERO = frozenset({"type_vocab", "experts", "experts_per_token"})
 _LAYER_SIZES = frozenset({"layers", "decoder_layers"})
 # Sizes every model is built from: never left null, whatever a config class's default is (ESM's vocabulary).
 _NEEDED_SIZES = frozenset({"layers", "hidden", "heads", "vocab"})
-# Field names, by ending, that the modeling code divides by: a layer pattern's period or step
-# (Jamba's ``attn_layer_period``: ``i % period``), or groups the experts are split into (DeepSeek's ``n_group``).
-_DIVISOR_SUFFIXES = ("_period", "_step", "_freq", "_interval", "window_pattern", "n_group", "expert_group")
+# Field names, by ending, that the modeling code divides by whatever their value: a layer pattern's
+# period (Jamba's ``attn_layer_period``: ``i % period``), or the groups experts are split into
+# (DeepSeek's ``n_group``). Not a sparse step: Switch derives 0 for no sparse layer, which its code allows.
+_DIVISOR_SUFFIXES = ("_period", "_layer_step", "_freq", "_interval", "window_pattern", "n_group", "expert_group")
 
 
 def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None = None) -> ConfigRules:
