@@ -170,6 +170,8 @@ class ModelSpec:
             the one transformers picks (``sdpa`` where the model has it).
         dtype: the floating dtype the model is built in for tracing (``bfloat16``: its casts,
             such as a norm computing in float32, are then in the graph); ``None``: float32.
+        inputs: the inputs the model is given, of those its head takes (an ONNX export's: what
+            the type's tokenizer gives, so RoBERTa's has no ``token_type_ids``); ``None``: all of them.
     """
 
     reference: str
@@ -186,6 +188,7 @@ class ModelSpec:
     overrides: dict[str, int] = field(default_factory=dict)
     attention: str | None = None
     dtype: str | None = None
+    inputs: tuple[str, ...] | None = None
 
     @property
     def family(self) -> Family:
@@ -203,12 +206,13 @@ class ModelSpec:
     @property
     def input_names(self) -> tuple[str, ...]:
         """The example inputs, in the order the model takes them."""
-        return self.family.input_names(self.head, self.config)
+        return tuple(self.input_dims)
 
     @property
     def input_dims(self) -> dict[str, tuple[str, ...]]:
         """Input name → its dimension names (``("batch", "seq")``)."""
-        return self.family.input_dims(self.head, self.config)
+        dims = self.family.input_dims(self.head, self.config)
+        return dims if self.inputs is None else {name: dims[name] for name in dims if name in self.inputs}
 
     @property
     def dim_names(self) -> tuple[str, ...]:
