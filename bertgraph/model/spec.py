@@ -79,9 +79,10 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
     The family's size fields are counts bounded by their role's limit, with transformers'
     defaults (a size another gives, like GPT-2's ``n_inner``, may be ``null``); the
     activation field is a string; dropout and epsilon fields of ``config`` are
-    probabilities and non-negative numbers; a layer pattern's period or step is a positive
-    whole number; the hidden size divides by the heads unless each head's size is a field of
-    its own, and the heads by the key/value heads; a token goes to no more experts than there are.
+    probabilities and non-negative numbers; a layer pattern's period is a positive whole
+    number; the hidden size divides by the heads unless each head's size is a field of its
+    own (a record's type only: a type read off transformers has its model class's checks), and
+    the heads by the key/value heads; a token goes to no more experts than there are.
     """
     defaults = family.variants[model_type].defaults
     fields = dict(_COMMON_FIELDS)
@@ -622,8 +623,9 @@ def validate_config(
 
     Errors name the file and field, or the command-line option that set the field
     (``set_by``: field → option). The config is completed with what transformers would
-    default (and, for a head that finds the last token by padding, a padding token), so
-    the spec is complete and hashable as JSON.
+    default — for a type read off transformers, by its own config class, which derives what
+    follows from the fields given — (and, for a head that finds the last token by padding, a
+    padding token), so the spec is complete and hashable as JSON.
     """
     set_by = set_by or {}
     family = family or family_for(config, origin)
