@@ -288,12 +288,18 @@ def build_parser() -> argparse.ArgumentParser:
         "mask: query rows, key columns, allowed / masked / padding.",
     )
     masks.add_argument("models", nargs="+", metavar="MODEL", help="presets, config folders or hub ids")
-    masks.add_argument("--seq-len", type=_at_least(1), default=8, metavar="N", help="tokens in the example (default 8)")
     masks.add_argument(
-        "--pad", type=_non_negative, default=2, metavar="K", help="padding tokens at its end (default 2)"
+        "--seq-len",
+        type=_at_least(1),
+        metavar="N",
+        help="tokens in the example (default 8, or enough that every sliding window shows: 3 × a two-sided "
+        "window, 2 × a causal one; JSON: 8)",
     )
     masks.add_argument(
-        "--decoder-len", type=_at_least(1), metavar="M", help="an encoder-decoder's decoder tokens (default N)"
+        "--pad", type=_non_negative, metavar="K", help="padding tokens at its end (default 2, or a quarter of N)"
+    )
+    masks.add_argument(
+        "--decoder-len", type=_at_least(1), metavar="M", help="an encoder-decoder's decoder tokens (default 3/4 of N)"
     )
     masks.add_argument("--format", choices=MASKS_FORMATS, help="default: from the output suffix")
     masks.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
@@ -811,15 +817,16 @@ def cmd_families(args: argparse.Namespace) -> int:
 def cmd_masks(args: argparse.Namespace) -> int:
     from bertgraph.api import load
     from bertgraph.files import check_writable, write_atomic
-    from bertgraph.graph.masks import Example
+    from bertgraph.graph.masks import SEQ_LEN, example_for
     from bertgraph.model import resolve
     from bertgraph.render import graphviz_run
     from bertgraph.render import masks as draw
 
     fmt = _output_format(args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md")
-    example = Example(args.seq_len, args.pad, args.decoder_len)
-    if args.pad >= min(args.seq_len, example.target_len):
-        raise UsageError(f"--pad {args.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
+    # JSON lists every cell: its default example stays short; a drawing's is long enough to show every window
+    fixed = args.seq_len or (SEQ_LEN if fmt == "json" else None)
+    if fixed:
+        _check_pad(example_for([], fixed, args.pad, args.decoder_len))
     svg = args.output.with_suffix(".svg") if fmt == "markdown" else None
     if svg is not None and svg.resolve() == args.output.resolve():
         raise UsageError("the Markdown page needs a name ending in .md")
@@ -829,9 +836,10 @@ def cmd_masks(args: argparse.Namespace) -> int:
     if fmt in graphviz_run.FORMATS or svg is not None:
         graphviz_run.require_dot(args.output)
     specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
-    found = draw.masks_of(
-        ((model, load(spec, use_cache=not args.no_cache).graph) for model, spec in zip(args.models, specs)), example
-    )
+    graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
+    example = example_for(graphs, fixed, args.pad, args.decoder_len)
+    _check_pad(example)
+    found = draw.masks_of(zip(args.models, graphs), example)
     outputs: list[tuple[Path, str | bytes]] = []
     if fmt == "json":
         outputs.append((args.output, draw.json_text(found)))
@@ -844,6 +852,11 @@ def cmd_masks(args: argparse.Namespace) -> int:
         write_atomic(path, data)
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _check_pad(example: Any) -> None:
+    if example.pad >= min(example.seq_len, example.target_len):
+        raise UsageError(f"--pad {example.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:

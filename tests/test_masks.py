@@ -128,7 +128,7 @@ def test_cli_json_is_the_evaluated_masks(tmp_path: Path, traced: Callable[..., A
 
 def test_cli_page_and_figure(tmp_path: Path, dot_binary: str) -> None:
     from bertgraph.cli import main
-    from bertgraph.render.masks import ALLOWED, PADDING
+    from bertgraph.render.masks import ALLOWED, PADDING, PADDING_QUERY
 
     folder = tiny_folder(tmp_path, 'mb <&> "x"', "modernbert")
     page = tmp_path / "masks.md"
@@ -146,11 +146,13 @@ def test_cli_page_and_figure(tmp_path: Path, dot_binary: str) -> None:
     root = ET.fromstring(first)
     texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert folder in texts  # the name escaped, read back intact
-    assert any("layers 1, 2, 4, 5, 7, 8: sliding-window(8)" in t for t in texts)
+    assert "encoder: sliding-window(8)" in texts and "layers 1, 2, 4, 5, 7, 8" in texts
     fills = [p.get("fill") for p in root.iter("{http://www.w3.org/2000/svg}polygon")]
-    # Two grids of 5 × 5, 3 real keys allowed per row, 2 padding keys; one legend square each.
-    assert fills.count(ALLOWED.lower()) == 2 * 5 * 3 + 1
-    assert fills.count(PADDING.lower()) == 2 * 5 * 2 + 1
+    # Two grids of 5 × 5: 3 real queries that may attend 3 real keys, not the 2 padding keys, and 2 padding
+    # queries whose rows are drawn alike; one legend square each.
+    assert fills.count(ALLOWED.lower()) == 2 * 3 * 3 + 1
+    assert fills.count(PADDING.lower()) == 2 * 3 * 2 + 1
+    assert fills.count(PADDING_QUERY.lower()) == 2 * 2 * 5 + 1
 
 
 @pytest.mark.parametrize(
@@ -194,10 +196,12 @@ def test_families_page_and_report_show_the_evaluated_masks_as_grids(tmp_path: Pa
         grid = masks.text_grid(mask)
         assert "\n".join(grid) in page
         cells = [row.split()[1:] for row in grid[1:]]
-        assert [[int(cell == "■") for cell in row] for row in cells] == [list(row) for row in mask.allowed]
-        padding = [[cell == "░" for cell in row] for row in cells]
+        real = [q for q, pad in enumerate(mask.query_padding) if not pad]
+        assert [[int(cell == "■") for cell in cells[q]] for q in real] == [list(mask.allowed[q]) for q in real]
+        assert all(cells[q] == [] for q, pad in enumerate(mask.query_padding) if pad)  # a padding query's row: blank
+        padding = [[cell == "░" for cell in cells[q]] for q in real]
         assert [any(row) for row in zip(*padding)] == [
-            pad and any(1 - a for a in column) for pad, column in zip(mask.key_padding, zip(*mask.allowed))
+            pad and any(1 - mask.allowed[q][k] for q in real) for k, pad in enumerate(mask.key_padding)
         ]
     text = report.generate_report(gpt2)
     assert "## Attention masks" in text and "\n".join(masks.text_grid(found[0])) in text

@@ -353,10 +353,10 @@ def mermaid_lines(graphs: Sequence[nx.DiGraph], theme: str = "light") -> Iterabl
         yield f"  linkStyle {','.join(map(str, cross))} stroke:{border},color:{border}"
     yield "  classDef caption fill:none,stroke:none"
     yield f"  classDef residual fill:{colours['background']},stroke:{colours['edge']},color:{colours['text']}"
-    for kind in figure_kinds(built):  # a cross arrow's legend node is cross-attention's: in the figure too
-        palette = colours["kinds"][kind]
+    for role in figure_kinds(built):  # a cross arrow's legend node is cross-attention's: in the figure too
+        palette = colours["kinds"][role]
         look = f"fill:{palette.fill},stroke:{palette.border},color:{palette.text}"
-        yield f"  classDef {_mermaid_class(kind)} {look}" + (",stroke-dasharray:4 3" if kind == "io" else "")
+        yield f"  classDef {_mermaid_class(role)} {look}" + (",stroke-dasharray:4 3" if role == "io" else "")
 
 
 def mermaid_text(graphs: Sequence[nx.DiGraph], theme: str = "light") -> str:
