@@ -351,6 +351,13 @@ def mermaid_lines(graphs: Sequence[nx.DiGraph], theme: str = "light") -> Iterabl
     if cross:
         border = colours["kinds"]["attention-cross"].border
         yield f"  linkStyle {','.join(map(str, cross))} stroke:{border},color:{border}"
+    # frames as the DOT draws them: models and stacks outlined, the layer's "N ×" frame dashed, no fill
+    frames = ["legend"] + [f"m{n}" for n in range(len(built))]
+    frames += [f"m{n}c{side}" for n, (_, cols) in enumerate(built) for side in range(len(cols))]
+    plain = f"fill:{colours['background']},color:{colours['text']},stroke:{colours['edge']}"
+    yield from (f"  style {frame} {plain}" for frame in frames)
+    for n, (_, cols) in enumerate(built):
+        yield from (f"  style m{n}c{side}layer {plain},stroke-dasharray:5 4" for side in range(len(cols)))
     yield "  classDef caption fill:none,stroke:none"
     yield f"  classDef residual fill:{colours['background']},stroke:{colours['edge']},color:{colours['text']}"
     for role in figure_kinds(built):  # a cross arrow's legend node is cross-attention's: in the figure too
