@@ -412,3 +412,22 @@ def test_mermaid_schematic_of_own_configs_keeps_order_and_looks(own: Any) -> Non
         if len(figures[key]) == 1:  # five columns side by side are read on a wider page
             sizes = [float(s) for s in re.findall(r"font-size:\s*([\d.]+)px", result.svg)] or [16.0]
             assert min(sizes) * min(1.0, 800 / svg_width(result.svg)) >= 6, key
+
+
+def test_the_dark_theme_gives_the_diagrams_dark_look(
+    own: Any, dot_binary: str, tmp_path: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``families --theme dark``: the schematic takes the dark palette, as the diagrams do."""
+    from bertgraph.cli import main
+    from bertgraph.render import style
+
+    dark = style.theme("dark")
+    own("t5-4-3")  # its config written and traced
+    folder = tmp_path_factory.getbasetemp() / "schematic-configs" / "t5-4-3"
+    assert main(["families", str(folder), "--theme", "dark", "-o", str(tmp_path / "f.dot")]) == 0
+    fills = _fills((tmp_path / "f.dot").read_text())
+    assert fills["m0c0emb"] == (dark["kinds"]["embedding"].fill, dark["kinds"]["embedding"].border)
+    assert fills["m0c1s4"] == (dark["kinds"]["attention-cross"].fill, dark["kinds"]["attention-cross"].border)
+    assert main(["families", str(folder), "--theme", "dark", "-o", str(tmp_path / "f.mmd")]) == 0
+    text = (tmp_path / "f.mmd").read_text()
+    assert '%%{init: {"theme": "dark"}}%%' in text and f"fill:{dark['kinds']['embedding'].fill}" in text
