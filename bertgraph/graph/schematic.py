@@ -228,7 +228,9 @@ def _group_step(graph: nx.DiGraph, group: _Group, nodes: list[str], hidden: int 
         return Step(group.role, _ffn_text(graph, [n for n in nodes if first <= _order(graph, n) <= last], hidden))
     if group.role == "norm":
         return Step(group.role, _norm_text(graph, group.nodes))
-    return Step(group.role, "self-attention" if group.role == "attention" else "cross-attention", tuple(group.details))
+    return Step(
+        group.role, "self-attention" if group.role == "attention" else "cross-attention", details=tuple(group.details)
+    )
 
 
 def _norm_text(graph: nx.DiGraph, nodes: list[str]) -> str:
