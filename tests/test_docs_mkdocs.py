@@ -103,7 +103,7 @@ def test_broken_fence_warns_with_page_and_line(builds: dict[str, Build]) -> None
     first = builds["first"]
     warnings = first.lines("WARNING")
     assert len(warnings) == 1, first.log
-    assert "docs/index.md:26: bertgraph: unknown model 'bert-huge-uncased'" in warnings[0]
+    assert "docs/index.md:27: bertgraph: unknown model 'bert-huge-uncased'" in warnings[0]
     assert first.returncode == 0
     strict = mkdocs_build(first.root, "--strict")
     assert strict.returncode != 0  # --strict turns the warning into a failed build

@@ -163,10 +163,10 @@ def test_broken_directives_warn_with_file_and_line(builds: dict[str, Build]) -> 
     assert first.returncode == 0
     index = first.source / "index.rst"
     warnings = first.lines("WARNING")
-    assert any(f"{index}:25: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
+    assert any(f"{index}:26: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
         warnings
     )
-    assert any(f"{index}:30: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
+    assert any(f"{index}:31: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
     assert len(warnings) == 2, warnings
 
 
