@@ -98,7 +98,7 @@ def _mask_tokens(text: str) -> int:
     limit = LIMITS["mask"]
     if value > limit.maximum:
         shown = f"{value:,}" if len(text) <= 24 else f"a number of {len(str(value))} digits"
-        raise argparse.ArgumentTypeError(f"must be at most {limit.maximum} ({limit.why}), got {shown}")
+        raise argparse.ArgumentTypeError(f"must be at most {limit.maximum:,} ({limit.why}), got {shown}")
     return value
 
 

@@ -264,7 +264,8 @@ def drawn_grids(svg: bytes | str) -> dict[str, Any]:
     root = ET.fromstring(svg)
     found: dict[str, Any] = {}
     for group in root.iter(f"{SVG_NS}g"):
-        if group.get("class") != "node" or "".join(group.find(f"{SVG_NS}title").itertext()) == "legend":  # type: ignore[union-attr]
+        classes = str(group.get("class", "")).split()  # "node" and the model's role class
+        if classes[:1] != ["node"] or "role-legend" in classes:
             continue
         polygons = [(p.get("fill"), _box(p.get("points", ""))) for p in group.iter(f"{SVG_NS}polygon")]
         titles = [box for fill, box in polygons if fill in kinds]
