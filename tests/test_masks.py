@@ -383,3 +383,25 @@ def test_cli_refuses_a_pad_the_chosen_example_cannot_hold(tmp_path: Path, capsys
     line = one_line_error(["masks", folder, "--pad", "24", "-o", str(tmp_path / "m.svg")], capsys, status=2)
     assert "--pad 24 leaves no real token" in line
     assert not (tmp_path / "m.svg").exists()
+
+
+def test_a_chosen_example_fits_each_windowed_model_and_the_limit(
+    tmp_path: Path, traced: Callable[..., Any], dot_binary: str
+) -> None:
+    """A causal window of 16 keys wants 32 tokens; with 20 positions the model draws on its 20 (a
+    BERT beside it changes nothing), and the command takes that default without a word. A window
+    wider than half the limit draws on the longest example a user may ask for."""
+    from bertgraph.cli import main
+    from bertgraph.graph.masks import example_for
+    from bertgraph.model.fields import LIMITS
+
+    short = write_config(
+        tmp_path / "short", {**VARIANTS["qwen2-sliding"], "sliding_window": 16, "max_position_embeddings": 20}
+    )
+    wide = {**VARIANTS["qwen2-sliding"], "sliding_window": LIMITS["mask"].maximum, "max_position_embeddings": 32768}
+    bert = traced(tiny_folder(tmp_path, "bert", "bert")).graph
+    assert example_for([traced(short).graph]).seq_len == example_for([bert, traced(short).graph]).seq_len == 20
+    assert example_for([traced(write_config(tmp_path / "wide", wide)).graph]).seq_len == LIMITS["mask"].maximum
+    assert main(["masks", short, "-o", str(tmp_path / "m.svg")]) == 0
+    texts = {t.text for t in ET.fromstring((tmp_path / "m.svg").read_bytes()).iter(f"{SVG_NS}text")}
+    assert "queries ↓ 0–19, keys → 0–19" in texts
