@@ -98,7 +98,7 @@ def _mask_tokens(text: str) -> int:
     limit = LIMITS["mask"]
     if value > limit.maximum:
         shown = f"{value:,}" if len(text) <= 24 else f"a number of {len(str(value))} digits"
-        raise argparse.ArgumentTypeError(f"must be at most {limit.maximum} ({limit.why}), got {shown}")
+        raise argparse.ArgumentTypeError(f"must be at most {limit.maximum:,} ({limit.why}), got {shown}")
     return value
 
 
@@ -355,16 +355,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     masks.add_argument("models", nargs="+", metavar="MODEL", help="presets, config folders or hub ids")
     masks.add_argument(
-        "--seq-len", type=_mask_tokens, default=8, metavar="N", help="tokens in the example (default 8, at most 64)"
+        "--seq-len",
+        type=_mask_tokens,
+        metavar="N",
+        help="tokens in the example, at most 8,192 (default 8, or enough that every sliding window shows: "
+        "3 × a two-sided window, 2 × a causal one; JSON: 8)",
     )
     masks.add_argument(
-        "--pad", type=_non_negative, default=2, metavar="K", help="padding tokens at its end (default 2)"
+        "--pad", type=_non_negative, metavar="K", help="padding tokens at its end (default 2, or a quarter of N)"
     )
     masks.add_argument(
         "--decoder-len",
         type=_mask_tokens,
         metavar="M",
-        help="an encoder-decoder's decoder tokens (default N); refused when no model named has a decoder",
+        help="an encoder-decoder's decoder tokens (default 3/4 of N); refused when no model named has a decoder",
     )
     masks.add_argument(
         "--format", choices=MASKS_FORMATS, help="default: from the output suffix (json or markdown without -o)"
@@ -1065,7 +1069,7 @@ def cmd_families(args: argparse.Namespace) -> int:
 def cmd_masks(args: argparse.Namespace) -> int:
     from bertgraph.api import load
     from bertgraph.files import write_atomic
-    from bertgraph.graph.masks import Example
+    from bertgraph.graph.masks import SEQ_LEN, example_for
     from bertgraph.model import resolve
     from bertgraph.render import graphviz_run
     from bertgraph.render import masks as draw
@@ -1082,15 +1086,18 @@ def cmd_masks(args: argparse.Namespace) -> int:
     specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in args.models]
     if args.decoder_len is not None and not any("tgt" in spec.dim_names for spec in specs):
         raise UsageError(_no_decoder(args.models))
-    example = Example(args.seq_len, args.pad, args.decoder_len)
-    if args.pad >= min(args.seq_len, example.target_len):
-        raise UsageError(f"--pad {args.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
-    _check_mask_lengths(args, specs, example)
+    # JSON lists every cell: its default example stays short; a drawing's is long enough to show every window
+    fixed = args.seq_len or (SEQ_LEN if fmt == "json" else None)
+    asked = example_for([], fixed, args.pad, args.decoder_len) if fixed else None
+    if asked is not None:
+        _check_pad(asked)
+    _check_mask_lengths(args, specs, asked)  # the lengths asked, before any trace; a default one is made to fit
     if fmt in graphviz_run.FORMATS or svg is not None:
         graphviz_run.require_dot(args.output)
-    found = draw.masks_of(
-        ((model, load(spec, use_cache=not args.no_cache).graph) for model, spec in zip(args.models, specs)), example
-    )
+    graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
+    example = example_for(graphs, fixed, args.pad, args.decoder_len)
+    _check_pad(example)
+    found = draw.masks_of(zip(args.models, graphs), example)
     if args.output is None:
         words = draw.example_words(found, example)
         _print_out(draw.json_text(found) if fmt == "json" else "\n".join(draw.markdown_section(found, words, "#")))
@@ -1128,19 +1135,27 @@ def _masks_format(args: argparse.Namespace) -> str:
     )
 
 
-def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], example: Example) -> None:
-    """Each model takes the example: its tokens (and its decoder's) within the model's positions."""
+def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], asked: Example | None) -> None:
+    """Each model takes the lengths asked (``asked``: the example of the --seq-len given, or None with
+    only --decoder-len or neither): its tokens, and its decoder's, within the model's positions."""
     from bertgraph.errors import ConfigError
     from bertgraph.model.spec import check_length
 
     decoder_flag = "--decoder-len" if args.decoder_len is not None else "--seq-len"
+    decoder_len = asked.target_len if asked is not None else args.decoder_len
     for model, spec in zip(args.models, specs):
         try:
-            check_length(spec, example.seq_len)
-            if "tgt" in spec.dim_names:
-                check_length(spec, example.target_len, decoder_flag)
+            if asked is not None:
+                check_length(spec, asked.seq_len)
+            if decoder_len is not None and "tgt" in spec.dim_names:
+                check_length(spec, decoder_len, decoder_flag)
         except ConfigError as error:
             raise ConfigError(f"{model}: {error}") from None
+
+
+def _check_pad(example: Example) -> None:
+    if example.pad >= min(example.seq_len, example.target_len):
+        raise UsageError(f"--pad {example.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:

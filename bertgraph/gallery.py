@@ -15,7 +15,7 @@ from bertgraph.errors import BertgraphError
 from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
 from bertgraph.graph import cost
 from bertgraph.graph import schema as g
-from bertgraph.graph.masks import Example
+from bertgraph.graph.masks import example_for
 from bertgraph.model import resolve
 from bertgraph.render import diff, diff_figure, families, masks, mermaid, plot, report, text, write_diagram
 from bertgraph.render.graphviz_run import require_dot
@@ -142,7 +142,7 @@ def build_gallery(
     schematic_graphs = [*family_graphs, load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]
     written += families.write_families(schematic_graphs, folder / "families.svg", "svg", warn=warn, view="schematic")
     written += families.write_families(family_graphs, folder / "families.md", "markdown", warn=warn, view="schematic")
-    example = Example()
+    example = example_for(schematic_graphs)
     model_masks = masks.masks_of(((str(graph.graph[g.G_NAME]), graph) for graph in schematic_graphs), example)
     written.append(write_atomic(folder / "masks.svg", masks.figure(model_masks, "svg")))
     for model in FAMILY_FIGURES:

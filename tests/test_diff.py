@@ -180,9 +180,15 @@ def test_norms_of_queries_and_keys_are_no_sandwich(tmp_path: Path) -> None:
     """Qwen3 normalises queries and keys inside attention: a q/k norm, not a norm after the sublayer."""
     qwen3 = config_dir_at(tmp_path / "qwen3", {**TINY_LLAMA, "model_type": "qwen3", "head_dim": 8})
     llama = config_dir_at(tmp_path / "llama", TINY_LLAMA)
-    aspects = {row["aspect"]: row["values"] for row in compare(str(qwen3), str(llama)).architecture}
+    comparison = compare(str(qwen3), str(llama))
+    aspects = {row["aspect"]: row["values"] for row in comparison.architecture}
     assert aspects["q/k norm"] == ["RMSNorm", "none"]
     assert "norm placement" not in aspects and "norm" not in aspects
+    # the schematic says the q/k norm inside attention: that step, and only it, is outlined on both sides
+    steps = [[s.role for s in model.stacks[0].column.steps] for model in comparison.words]
+    assert steps[0] == steps[1]
+    attention = f"s{steps[0].index('attention')}"
+    assert diff_figure.marks(comparison) == ({f"m0c0{attention}"}, {f"m1c0{attention}"})
 
 
 def test_a_repeating_attention_pattern_in_words(tmp_path: Path) -> None:
@@ -495,6 +501,35 @@ def test_figure_reads_at_8px_with_the_first_model_left(tiny: dict[str, Path], do
     # GPT-2's one decoder is paired with T5's decoder: the encoder stands alone, every part of it marked
     assert {"m1c0emb", "m1c0layer", "m1c0fn"} <= marked
     assert {"m0c0s0", "m1c1s0"} & marked  # LayerNorm against RMSNorm, the first step of each
+
+
+def test_figure_elements_carry_ids_and_the_diagrams_looks(tiny: dict[str, Path], dot_binary: str) -> None:
+    """Read back from the SVG: every box, frame and arrow has an id of its own and one class of its kind;
+    a box is filled as its role and attention kind are in the diagrams and the schematic."""
+    import xml.etree.ElementTree as ET
+
+    from bertgraph.render import style
+
+    svg = diff_figure.figure(compare(str(tiny["gpt2"]), str(tiny["t5"])), "svg")
+    ns = "{http://www.w3.org/2000/svg}"
+    groups = [g for g in ET.fromstring(svg).iter(f"{ns}g") if str(g.get("class", "")).split()[:1] != ["graph"]]
+    ids = [str(g.get("id", "")) for g in groups]
+    assert len(ids) == len(set(ids)) and all(ids)
+    prefixes = {"node": "role-", "cluster": "cluster-", "edge": "edge-"}
+    kinds = style.theme("light")["kinds"]
+    looks = {"role-feed-forward": "feed-forward", "role-normalisation": "normalisation", "role-embedding": "embedding"}
+    looks |= {"kind-causal": "attention-causal", "kind-bidirectional": "attention-bidirectional"}
+    looks |= {"kind-cross": "attention-cross"}
+    filled = set()
+    for group in groups:
+        kind, *classes = str(group.get("class")).split()
+        assert len([c for c in classes if c.startswith(prefixes[kind])]) == 1, (group.get("id"), classes)
+        look = [looks[c] for c in classes if c in looks]
+        if kind == "node" and look:
+            fills = {p.get("fill") for p in group.iter() if p.tag in (f"{ns}path", f"{ns}polygon")}
+            assert kinds[look[-1]].fill in fills, (group.get("id"), fills)
+            filled.add(look[-1])
+    assert filled == set(looks.values())
 
 
 def test_figure_png_and_pdf(tiny: dict[str, Path], dot_binary: str) -> None:

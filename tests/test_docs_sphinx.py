@@ -151,9 +151,11 @@ def test_the_schematic_and_the_masks_of_several_models(
         assert needle in html.unescape(schematic), needle
     assert f"{traced('bert-tiny').params()['total']:,} params" in schematic
     (causal,) = model_masks(gpt2, Example(6))
-    assert html.unescape(masks.title(causal)) in html.unescape(grids) and "layers 0–2: causal" in masks.title(causal)
-    allowed = sum(map(sum, causal.allowed))
-    assert grids.count(f'fill="{masks.ALLOWED}"') >= allowed  # every allowed pair of its grid is drawn
+    assert masks.title_lines(causal) == ["decoder: causal", "layers 0–2"]
+    assert all(f">{line}<" in html.unescape(grids) for line in masks.title_lines(causal))
+    # every allowed pair of a real query is drawn (a padding query's row is drawn alike in every grid)
+    allowed = sum(sum(row) for row, pad in zip(causal.allowed, causal.query_padding) if not pad)
+    assert grids.count(f'fill="{masks.ALLOWED}"') >= allowed
 
 
 def test_broken_directives_warn_with_file_and_line(builds: dict[str, Build]) -> None:
@@ -161,10 +163,10 @@ def test_broken_directives_warn_with_file_and_line(builds: dict[str, Build]) -> 
     assert first.returncode == 0
     index = first.source / "index.rst"
     warnings = first.lines("WARNING")
-    assert any(f"{index}:25: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
+    assert any(f"{index}:26: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
         warnings
     )
-    assert any(f"{index}:30: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
+    assert any(f"{index}:31: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
     assert len(warnings) == 2, warnings
 
 

@@ -160,14 +160,19 @@ def test_labels_are_text_as_written(read: dict[str, Read]) -> None:
 
 
 def test_the_screenshot_shows_the_drawing_in_its_colours(read: dict[str, Read]) -> None:
-    """The schematic drawn by mxGraph: its attention, feed-forward and norm fills are on screen."""
+    """The schematic drawn by mxGraph: its attention, feed-forward, norm and embedding fills (the
+    diagrams' looks per role) are on screen."""
     from PIL import Image
+
+    from bertgraph.render import style
 
     image = Image.open(read["schematic"].screenshot).convert("RGB")
     counts: dict[tuple[int, int, int], int] = {}
     for pixel in image.getdata():
         counts[pixel] = counts.get(pixel, 0) + 1
-    for fill in ("#dae8fc", "#d5e8d4", "#fff2cc", "#e1d5e7"):  # attention, feed-forward, norm, embeddings
+    kinds = style.theme("light")["kinds"]
+    for kind in ("attention-bidirectional", "attention-causal", "feed-forward", "normalisation", "embedding"):
+        fill = kinds[kind].fill
         rgb = tuple(int(fill[i : i + 2], 16) for i in (1, 3, 5))
-        assert counts.get(rgb, 0) > 300, fill  # boxes' worth of pixels, not a stray one
+        assert counts.get(rgb, 0) > 300, (kind, fill)  # boxes' worth of pixels, not a stray one
     assert counts.get((255, 255, 255), 0) < 0.95 * image.width * image.height

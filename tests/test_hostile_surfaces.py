@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bertgraph.cli import main
+from bertgraph.model.fields import LIMITS
 from tests.helpers import one_line_error
 
 BERT = {
@@ -116,15 +117,19 @@ def test_the_masks_page_replaces_only_its_own_figure_beside_it(tmp_path: Path) -
 
 # --- masks: every size checked before any work ------------------------------------------------------------
 
+MASK = LIMITS["mask"]  # the longest example a user may ask for, and why
+ABOVE = str(MASK.maximum + 1)
+BOUND = f"at most {MASK.maximum:,} ({MASK.why})"
+
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--seq-len", "3000"], "argument --seq-len: must be at most 64 "),
-        (["--seq-len", "99999999999999999999"], "must be at most 64 (the masks figure draws a cell for every query"),
-        (["--seq-len", "8", "--decoder-len", "100000"], "argument --decoder-len: must be at most 64"),
+        (["--seq-len", ABOVE], f"argument --seq-len: must be {BOUND}, got {int(ABOVE):,}"),
+        (["--seq-len", "99999999999999999999"], f"must be {BOUND}, got 99,999,999,999,999,999,999"),
+        (["--seq-len", "8", "--decoder-len", ABOVE], f"argument --decoder-len: must be at most {MASK.maximum:,} "),
     ],
-    ids=["3000", "20-digits", "decoder"],
+    ids=["just-above", "20-digits", "decoder"],
 )
 def test_a_masks_length_out_of_range_is_one_line_before_any_work(tmp_path: Path, argv: list[str], message: str) -> None:
     folder = model(
@@ -175,14 +180,14 @@ def _sphinx(folder: Path, body: str) -> tuple[str, Path]:
 
 def test_a_masks_figure_too_large_for_a_page_is_a_warning_at_its_line_in_sphinx(tmp_path: Path) -> None:
     page = "Page\n====\n\n" + "".join(
-        f".. bertgraph:: bert-tiny\n   :figure: masks\n   :seq-len: {n}\n\n" for n in (2000, 65, 99999999999999999999)
+        f".. bertgraph:: bert-tiny\n   :figure: masks\n   :seq-len: {n}\n\n"
+        for n in (100000, ABOVE, 99999999999999999999)
     )
     warnings, index = _sphinx(tmp_path, page)
     found = [line for line in warnings.splitlines() if "bertgraph:" in line]
-    why = "the masks figure draws a cell for every query and key, so it grows with the square"
     assert found == [
-        f"{index}:{line}: WARNING: bertgraph: seq-len must be 1 to 64 ({why}), got {n} [bertgraph]"
-        for line, n in ((4, 2000), (8, 65), (12, 99999999999999999999))
+        f"{index}:{line}: WARNING: bertgraph: seq-len must be 1 to {MASK.maximum} ({MASK.why}), got {n} [bertgraph]"
+        for line, n in ((4, 100000), (8, ABOVE), (12, 99999999999999999999))
     ]
 
 
@@ -200,7 +205,7 @@ def test_a_masks_fence_too_large_for_a_page_is_a_warning_at_its_line_in_mkdocs(
     (tmp_path / "docs").mkdir()
     (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
     config = load_config(str(tmp_path / "mkdocs.yml"))
-    fences = [f"```bertgraph\nmodel: bert-tiny\nfigure: masks\nseq-len: {n}\n```" for n in (100000, 65)]
+    fences = [f"```bertgraph\nmodel: bert-tiny\nfigure: masks\nseq-len: {n}\n```" for n in (100000, ABOVE)]
     markdown = "# masks\n\n" + "\n\n".join(fences) + "\n"
     (tmp_path / "docs" / "index.md").write_text(markdown)
     page = Page(None, File("index.md", str(tmp_path / "docs"), str(tmp_path / "site"), False), config)
@@ -208,10 +213,9 @@ def test_a_masks_fence_too_large_for_a_page_is_a_warning_at_its_line_in_mkdocs(
     plugin.load_config({})
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.bertgraph"):
         out = plugin.on_page_markdown(markdown, page=page, config=config, files=None)
-    why = "the masks figure draws a cell for every query and key, so it grows with the square"
     assert sorted(record.getMessage() for record in caplog.records) == [
-        f"{Path('docs') / 'index.md'}:{line}: bertgraph: seq-len must be 1 to 64 ({why}), got {n}"
-        for line, n in ((3, 100000), (9, 65))
+        f"{Path('docs') / 'index.md'}:{line}: bertgraph: seq-len must be 1 to {MASK.maximum} ({MASK.why}), got {n}"
+        for line, n in ((3, 100000), (9, ABOVE))
     ]
     assert "bertgraph" not in out and len(out) < 100  # the page goes on without them
 
@@ -378,7 +382,8 @@ def test_masks_writes_json_and_markdown_to_standard_output_without_o(tmp_path: P
     assert main(["masks", folder, "--seq-len", "5", "--pad", "1", "--format", "markdown"]) == 0
     page = capsys.readouterr().out
     assert page.startswith("# Attention masks\n") and page.endswith("```\n")
-    assert "\n0   ■  ■  ■  ■  ░\n" in page and "\n4p  ■  ■  ■  ■  ░\n" in page  # four real keys, one padding
+    # four real keys, one padding; the padding query's row blank (nothing reads it)
+    assert "\n0   ■  ■  ■  ■  ░\n" in page and "\n4p\n" in page
     assert main(["masks", folder, "--format", "svg"]) == 2
     assert "--format svg is a figure, written to a file: give -o PATH" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "m.json"]

@@ -169,3 +169,14 @@ def test_ids_are_unique_when_names_spell_alike() -> None:
     table = ids.ElementIds()
     assert [table("a.b"), table("a-b"), table("a.b"), table.edge("a.b", "a-b")] == ["a-b", "a-b-2", "a-b", "a-b__a-b-2"]
     assert json.dumps(table.names()) == '{"a.b": "a-b", "a-b": "a-b-2"}'
+
+
+def test_the_schematic_legend_swatches_carry_the_classes_of_their_boxes(t5: nx.DiGraph) -> None:
+    """The families schematic's legend (a swatch per look it draws) is classed like the boxes it explains."""
+    built = schematic.built_columns([bert_tiny("base"), t5])
+    svg = str(schematic.schematic_text([bert_tiny("base"), t5], "svg"), "utf-8")
+    swatches = [p for p in ET.fromstring(svg).iter(f"{SVG}polygon") if "legend" in str(p.get("class", "")).split()]
+    box_roles = {c for kind, _, cls in drawn(svg) if kind == "node" for c in cls if c.startswith(("role-", "kind-"))}
+    legend_roles = {c for p in swatches for c in str(p.get("class")).split() if c.startswith(("role-", "kind-"))}
+    assert len(swatches) == 2 * len(schematic.figure_kinds(built))  # a fill and its outline per look
+    assert legend_roles <= box_roles and {"role-io", "kind-causal", "kind-cross", "role-feed-forward"} <= legend_roles

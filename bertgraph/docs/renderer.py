@@ -336,10 +336,10 @@ def figure_source(graphs: list[nx.DiGraph], request: DiagramRequest, dpi: int | 
         from bertgraph.render import schematic
 
         return "\n".join(schematic.generate_lines(graphs, dpi)) + "\n"
-    from bertgraph.graph.masks import Example
+    from bertgraph.graph.masks import example_for
     from bertgraph.render import masks
 
-    example = Example(request.seq_len or Example.seq_len)
+    example = example_for(graphs, request.seq_len)
     found = masks.masks_of(zip(request.names(), graphs), example)
     return masks.dot_source(found, dpi)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ import networkx as nx
 from bertgraph.graph import roles
 from bertgraph.graph import schema as g
 from bertgraph.graph.facts.summary import architecture
-from bertgraph.graph.schematic import Column, Step, columns
+from bertgraph.graph.schematic import Column, Step, columns, norms_inside
 
 NONE = "none"
 # The aspects a comparison names, in the order it lists them (a stack's with its kind in front
@@ -68,19 +67,19 @@ def describe(graph: nx.DiGraph) -> ModelWords:
     paths = sorted(roles.stack_kinds(graph).items(), key=lambda item: (item[1] != roles.ENCODER, item[0]))
     facts = {stack["path"]: stack for stack in architecture(graph)["stacks"]}
     stacks = []
-    for (path, side), column, stack in zip(paths, cols, kind["stacks"]):
+    for (path, side), column in zip(paths, cols):
         found = facts.get(path, {})
-        on_heads = [step for step in column.steps if step.role == "norm" and _on_heads(graph, step, stack["hidden"])]
-        hidden_norms = [step for step in column.steps if step.role == "norm" and step not in on_heads]
+        # a norm of queries or keys (Qwen3's q_norm, k_norm) is said inside its attention step, not a step
+        on_heads = {kind for step in column.steps if step.role in SUBLAYERS for kind in norms_inside(step)}
         words = {
             "layers": str(column.layers),
             "attention": attention_words(column),
             "query heads": _numbers(found.get("q_heads")),
             "kv heads": _numbers(found.get("kv_heads")),
             "positions": ", ".join(found.get("position", [])) or NONE,
-            "norm": ", ".join(sorted({step.text for step in hidden_norms})) or NONE,
-            "norm placement": placement_words(column, on_heads),
-            "q/k norm": ", ".join(sorted({step.text for step in on_heads})) or NONE,
+            "norm": ", ".join(sorted({step.text for step in column.steps if step.role == "norm"})) or NONE,
+            "norm placement": placement_words(column),
+            "q/k norm": ", ".join(sorted(on_heads)) or NONE,
             "activation": ", ".join(_activation(step) for step in column.steps if step.role == "feed-forward") or NONE,
             "bias": _biases(graph, path),
             "shared layers": f"one layer, run {column.layers} ×" if column.shared else NONE,
@@ -108,14 +107,14 @@ def attention_words(column: Column) -> str:
     return ", ".join(label if n == 1 else f"{n} × {label}" for label, n in counted) + ", repeating"
 
 
-def placement_words(column: Column, on_heads: Sequence[Step] = ()) -> str:
+def placement_words(column: Column) -> str:
     """Where the layer normalises: ``pre-norm`` (inside each residual branch, before its sublayer),
     ``post-norm`` (on the main path, after a residual add), both inside a branch (``sandwich``), and the
     norms around the layers (``norm after the embeddings``, ``final norm``). Norms of queries and keys
-    (``on_heads``: Qwen3's q_norm and k_norm) act inside attention and do not count."""
+    (Qwen3's q_norm and k_norm) are their attention step's details, not steps: they do not count."""
     places = set()
     for index, step in enumerate(column.steps):
-        if step.role != "norm" or step in on_heads:
+        if step.role != "norm":
             continue
         branch = [(start, end) for start, end in column.skips if start < index < end]
         if not branch:
@@ -132,16 +131,6 @@ def placement_words(column: Column, on_heads: Sequence[Step] = ()) -> str:
     }.get(frozenset(places), ", ".join(f"{place}-norm" for place in sorted(places)))
     outer = ["norm after the embeddings"] * column.embedding_norm + ["final norm"] * column.final_norm
     return ", ".join([words, *outer])
-
-
-def _on_heads(graph: nx.DiGraph, step: Step, hidden: int | None) -> bool:
-    """Whether a norm step normalises queries or keys: a norm inside an attention block whose weight is
-    narrower than the hidden states (a head's width), not the states the layer passes on."""
-    inside = step.module.rsplit(".", 1)[0] if "." in step.module else ""
-    if roles.role_of(graph, inside) not in (roles.SELF_ATTENTION, roles.CROSS_ATTENTION):
-        return False
-    widths = {row["shape"][-1] for row in g.parameter_rows(graph) if row["module"] == step.module and row["shape"]}
-    return bool(widths) and hidden not in widths
 
 
 def _activation(step: Step) -> str:
@@ -243,11 +232,12 @@ def differences(a: ModelWords, b: ModelWords) -> list[dict[str, object]]:
 
 
 def _step_key(step: Step, words: dict[str, str]) -> tuple[str, ...]:
-    """What a step says, for comparing it with the other model's step at the same place."""
+    """What a step says, for comparing it with the other model's step at the same place (attention's
+    with what acts inside it: a q/k norm, rotary or relative positions)."""
     if step.role == "attention":
-        return (step.role, words["attention"], words["query heads"], words["kv heads"])
+        return (step.role, words["attention"], words["query heads"], words["kv heads"], *step.details)
     if step.role == "cross-attention":
-        return (step.role, words["query heads"], words["kv heads"])
+        return (step.role, words["query heads"], words["kv heads"], *step.details)
     return (step.role, step.text)
 
 

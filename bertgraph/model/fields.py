@@ -39,10 +39,13 @@ LIMITS: dict[str, Limit] = {
     # transformers names every label (id2label) when it builds the config.
     "labels": Limit(100_000, "transformers builds a name for every label before the model exists"),
     "example": Limit(1_000_000, "the example input is a tensor of this size"),
-    # The masks figure draws a cell for every query and key: 64 tokens make a 64 × 64 grid, about
-    # 12 px a cell across a page 800 px wide and 1 MB of SVG a mask; time, memory and file grow
-    # with the square (3,000 tokens took 110 s, 6.3 GB and a 2.26 GB SVG).
-    "mask": Limit(64, "the masks figure draws a cell for every query and key, so it grows with the square"),
+    # The masks figure draws a grid of more than 12 tokens to scale, in at most 240 × 240 squares, so
+    # its file stays small; evaluating a mask still holds a value per query and key, so time and memory
+    # grow with the square. Measured on 2 cores at 8,192 tokens: Gemma-2, Mistral, ModernBERT, T5 and
+    # BERT in one figure took 27 s, 2.4 GB at most and a 360 KB SVG (JSON lists every cell: 200 MB a
+    # mask). 8,192 is the longest example the figure picks itself (Mistral's and Gemma-2's: twice a
+    # causal window of 4,096), so every default is one a user may also ask for.
+    "mask": Limit(8_192, "evaluating a mask holds every query and key, so time and memory grow with the square"),
 }
 
 

@@ -5,30 +5,24 @@ Each model is drawn as the families schematic draws it (:mod:`bertgraph.render.s
 columns: tokens, embeddings, the layer once in an "N ×" frame, final norm, output) under its
 caption, the first model left. A step whose partner in the other model says something else (or
 that has none), embeddings that differ, a final norm only one has and a frame whose layer count,
-sharing or attention pattern differs are outlined in red; a legend names the colours.
+sharing or attention pattern differs are outlined in red; a legend names the colours, each role in
+the diagrams' look (:mod:`bertgraph.render.style`) as in the schematic.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
+from typing import Any
 
 from bertgraph.graph import aspects
 from bertgraph.graph.compare import Comparison
-from bertgraph.render import schematic
+from bertgraph.render import schematic, style
 from bertgraph.render.escape import dot_html as esc
 
 DIFFERS = "#d62728"
 MARK_WIDTH = 3
 FONT = schematic.FONT
-# The legend's entries: what each fill means, then the outline.
-LEGEND = (
-    ("embeddings", schematic.EMBEDDING),
-    ("norm", schematic.COLOURS["norm"]),
-    ("attention", schematic.COLOURS["attention"]),
-    ("cross-attention", schematic.COLOURS["cross-attention"]),
-    ("feed-forward", schematic.COLOURS["feed-forward"]),
-)
 
 
 # Aspects no column shows (the captions give structure, positions, layers and heads): said under the legend.
@@ -50,20 +44,15 @@ def marks(comparison: Comparison) -> tuple[set[str], set[str]]:
     return found
 
 
-def _used(comparison: Comparison) -> set[str]:
-    """The roles both drawings colour (the legend names only those)."""
-    roles = {"embeddings"}
-    for model in comparison.words:
-        roles |= {step.role for stack in model.stacks for step in stack.column.steps}
-    return roles
-
-
-def _legend(comparison: Comparison) -> str:
-    """The title and a row of swatches, one HTML-like table: the graph's label, above the drawing."""
+def _legend(comparison: Comparison, colours: dict[str, Any]) -> str:
+    """The title and a row of swatches — the looks both drawings use, as the schematic's legend names
+    them, and the outline —, one HTML-like table: the graph's label, above the drawing."""
+    built = [(model.kind, [stack.column for stack in model.stacks]) for model in comparison.words]
+    kinds = colours["kinds"]
     cells = [
-        f'<td bgcolor="{fill}" border="1" color="#888888">  </td><td align="left">{esc(name)}</td>'
-        for name, fill in LEGEND
-        if name in _used(comparison)
+        f'<td bgcolor="{kinds[kind].fill}" border="1" color="{kinds[kind].border}">  </td>'
+        f'<td align="left">{esc(style.KIND_NAMES[kind])}</td>'
+        for kind in schematic.figure_kinds(built)
     ]
     outline = f'<td border="{MARK_WIDTH}" color="{DIFFERS}">  </td>'
     cells.append(f'{outline}<td align="left">{esc("differs from the other model")}</td>')
@@ -75,27 +64,18 @@ def _legend(comparison: Comparison) -> str:
     if unseen:
         lines = "<br/>".join(esc(line) for line in textwrap.wrap("also differs: " + " · ".join(unseen), 70))
         rows.append(f'<tr><td colspan="{2 * len(cells)}">{lines}</td></tr>')
-    return f'<<table border="0" cellspacing="4" cellpadding="2">{"".join(rows)}</table>>'
+    return f'<table border="0" cellspacing="4" cellpadding="2">{"".join(rows)}</table>'
 
 
 def dot_lines(comparison: Comparison, dpi: int | None = None) -> Iterable[str]:
     """The figure's DOT text (``dpi``: the resolution a PNG is drawn at)."""
+    colours = style.theme("light")
     yield "digraph diff {"
-    if dpi:
-        yield f"  graph [dpi={dpi}];"
-    yield (
-        f'  graph [rankdir=TB, newrank=true, nodesep=0.15, ranksep=0.18, fontname="Helvetica", fontsize={FONT}, '
-        f"labelloc=t, label={_legend(comparison)}];"
-    )
-    yield (
-        f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={FONT}, '
-        'height=0.3, margin="0.08,0.03"];'
-    )
-    yield '  edge [arrowsize=0.6, color="#444444"];'
+    yield from schematic.graph_lines(_legend(comparison, colours), colours, dpi)
     outlined = set().union(*marks(comparison))
     ids = schematic.Marks()  # one per drawing: the element ids stay unique across both models
     for number, model in enumerate(comparison.words):
-        yield from _model(f"m{number}", model, outlined, ids)
+        yield from _model(number, model, outlined, ids, colours)
     yield '  { rank=same; "m0cap"; "m1cap"; }'
     yield '  "m0cap" -> "m1cap" [style=invis];'  # the first model left
     for node in sorted(name for name in outlined if not name.endswith("layer")):
@@ -103,17 +83,18 @@ def dot_lines(comparison: Comparison, dpi: int | None = None) -> Iterable[str]:
     yield "}"
 
 
-def _model(prefix: str, model: aspects.ModelWords, outlined: set[str], ids: schematic.Marks) -> Iterable[str]:
+def _model(
+    number: int, model: aspects.ModelWords, outlined: set[str], ids: schematic.Marks, colours: dict[str, Any]
+) -> Iterable[str]:
     """One model's cluster: its caption over its columns, cross-attention from the encoder's output."""
+    prefix = f"m{number}"
     cols = [stack.column for stack in model.stacks]
-    position = ", ".join(model.kind["position"]) or "no position"
-    yield f'  subgraph "cluster_{prefix}" {{ label=""; style="rounded"; color="#333333";'
-    caption = schematic.caption_label(model.kind, cols)
-    yield f'  "{prefix}cap" [shape=plaintext, style="", label=<{caption}>, ordering=out];'
+    named = f"{prefix}.{model.kind.get('model', '')}"  # ids from the model's name, apart per side
+    yield schematic.model_frame(number, named, colours, ids)
+    yield schematic.caption_node(prefix, named, model.kind, cols, colours, ids)
     for side, column in enumerate(cols):
         column_prefix = f"{prefix}c{side}"
-        named = f"{prefix}.{model.kind.get('model', '')}"  # ids from the model's name, apart per side
-        for line in schematic.column_lines(column_prefix, column, position, ids, named):
+        for line in schematic.column_lines(column_prefix, column, ids, named, colours):
             yield line
             if (
                 line.lstrip().startswith(f'subgraph "cluster_{column_prefix}layer"')
@@ -122,10 +103,7 @@ def _model(prefix: str, model: aspects.ModelWords, outlined: set[str], ids: sche
                 yield f'  color="{DIFFERS}"; penwidth={MARK_WIDTH};'  # later than the frame's own colour: it wins
         # the encoder left of the decoder (ordering=out); a decoder starts as low as its cross-attention needs
         yield f'  "{prefix}cap" -> "{column_prefix}in" [style=invis{", weight=0" * side}];'
-    if len(cols) == 2:
-        for n, step in enumerate(cols[1].steps):
-            if step.role == "cross-attention":
-                yield f'  "{prefix}c0out" -> "{prefix}c1s{n}" [color="#b85450"];'
+    yield from schematic.cross_edges(prefix, cols, colours, ids)
     yield "  }"
 
 

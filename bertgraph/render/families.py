@@ -215,9 +215,9 @@ def write_families(
     from bertgraph.render import schematic
 
     if view == "schematic" and fmt in ("svg", "png", "pdf", "dot", "tex", "drawio"):
-        text = schematic.schematic_text(graphs, fmt)
+        text = schematic.schematic_text(graphs, fmt, theme)
     elif view == "schematic" and fmt in ("mermaid", "markdown"):
-        text = schematic.mermaid_text(graphs)
+        text = schematic.mermaid_text(graphs, theme)
         text = generate_page(graphs, text) if fmt == "markdown" else text
     else:
         text = families_text(graphs, fmt, depth, theme, warn)
