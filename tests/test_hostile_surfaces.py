@@ -429,7 +429,10 @@ def test_the_quiet_block_drops_log_records_and_warnings_and_then_restores_both(c
 
     from bertgraph import quiet
 
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    # A logger of its own, not propagating: torch's and transformers' loggers keep handlers on whatever
+    # stderr the worker had when they were set up, which another test's capture may have closed since.
+    logger = logging.getLogger("a-library.fake_tensor")
+    logger.propagate = False
     handler = logging.StreamHandler(sys.stderr)
     logger.addHandler(handler)
     try:
