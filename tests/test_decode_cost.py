@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bertgraph.graph import cost, generation
+from bertgraph.graph import cost, costbase, generation
 from tests.generation_runs import CONFIGS, PROMPTS, graph_of, prompt, real_model, sizes_of
 
 
@@ -23,7 +23,7 @@ def test_decode_step_equals_a_real_cached_step(name: str) -> None:
     model = real_model(name, "eager")
     for batch, seq in PROMPTS:
         cache, step = prompt(name, model, batch, seq)
-        assert cost.evaluate(formula, sizes_of(name, batch, seq)) == counted_step(model, cache, step), (batch, seq)
+        assert costbase.evaluate(formula, sizes_of(name, batch, seq)) == counted_step(model, cache, step), (batch, seq)
 
 
 @pytest.mark.parametrize("name", ["qwen2-sliding", "t5"])
@@ -40,7 +40,7 @@ def test_generating_tokens_is_prefill_then_steps(name: str) -> None:
     for _ in range(tokens):
         counted += counted_step(model, cache, step)
     assert planned["decode_flops"] == counted
-    assert planned["total_flops"] == counted + cost.evaluate(prefill, sizes)
+    assert planned["total_flops"] == counted + costbase.evaluate(prefill, sizes)
     from tests.generation_runs import cache_tensors
 
     assert planned["kv_cache_bytes"] == sum(tensor.nbytes for tensor in cache_tensors(cache))

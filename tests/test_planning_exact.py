@@ -15,9 +15,9 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from bertgraph.graph import cost, generation, masked, saved
+from bertgraph.graph import costbase, generation, masked, saved
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import CostError
+from bertgraph.graph.costbase import CostError
 from bertgraph.graph.poly import Poly
 from tests.generation_runs import CONFIGS, WINDOW, graph_of
 
@@ -79,14 +79,14 @@ def test_cache_bytes_are_layers_times_heads_times_tokens_times_the_dtype_width()
             width = BYTES[dtype or "float32"]
             for batch, seq in ((1, 1), (3, 70)):
                 expected = layers * batch * kv_heads * seq * 2 * head * width
-                bytes_ = cost.evaluate(generation.kv_cache_bytes(graph, dtype), {"batch": batch, "seq": seq})
+                bytes_ = costbase.evaluate(generation.kv_cache_bytes(graph, dtype), {"batch": batch, "seq": seq})
                 assert bytes_ == expected, (attention, dtype, batch, seq)
     # a window keeps w - 1 tokens once the prompt is longer
     config = CONFIGS["qwen2-sliding"]
     per = config["num_key_value_heads"] * 2 * (config["hidden_size"] // config["num_attention_heads"]) * 2
     poly = generation.kv_cache_bytes(graph_of("qwen2-sliding"), "bfloat16")
     for seq in (3, WINDOW - 1, WINDOW, 50):
-        assert cost.evaluate(poly, {"batch": 2, "seq": seq}) == 2 * per * (2 * seq + 2 * min(seq, WINDOW - 1))
+        assert costbase.evaluate(poly, {"batch": 2, "seq": seq}) == 2 * per * (2 * seq + 2 * min(seq, WINDOW - 1))
 
 
 def test_the_summary_is_the_cache_at_4096_tokens_in_bfloat16_batch_one() -> None:
@@ -191,7 +191,7 @@ def test_key_and_value_shapes_of_fused_attention_are_its_operands() -> None:
         generation.cache_layers(unknown)
     no_dtype = _one_block(**{g.DTYPE: "bfloat16"})
     assert {layer.dtype for layer in generation.cache_layers(no_dtype)} == {"bfloat16"}
-    assert cost.evaluate(generation.kv_cache_bytes(no_dtype), {"batch": 1, "seq": 1}) == layers * kv_heads * 16 * 2
+    assert costbase.evaluate(generation.kv_cache_bytes(no_dtype), {"batch": 1, "seq": 1}) == layers * kv_heads * 16 * 2
 
 
 def _eager_value(graph: nx.DiGraph, shape: list[Any]) -> nx.DiGraph:
@@ -306,7 +306,7 @@ def test_a_decode_step_runs_weights_at_one_token_and_attention_over_the_cache(le
     assert generation.step_name(graph) == length
     step = generation.decode_step_flops(graph)
     for batch, cached in ((1, 1), (2, 3), (3, 9)):
-        assert cost.evaluate(step, {"batch": batch, length: cached}) == _decoder_step(batch, cached)
+        assert costbase.evaluate(step, {"batch": batch, length: cached}) == _decoder_step(batch, cached)
 
 
 def test_generating_is_the_prefill_then_one_step_per_token_and_the_cache_at_the_end() -> None:
@@ -352,7 +352,7 @@ def test_an_encoder_decoders_step_skips_the_encoder_and_cross_attentions_project
     step = generation.decode_step_flops(graph)
     for batch, seq, tgt in ((1, 8, 1), (2, 5, 7)):
         expected = 11 + 3 * batch + 2 + 8 * batch * (tgt + 1) + 9 * batch * seq
-        assert cost.evaluate(step, {"batch": batch, "seq": seq, "tgt": tgt}) == expected
+        assert costbase.evaluate(step, {"batch": batch, "seq": seq, "tgt": tgt}) == expected
     planned = generation.generate(graph, {"batch": 1, "seq": 8, "tgt": 2}, 2, Poly.const(1))
     assert planned["decode_flops"] == sum(11 + 3 + 2 + 8 * (tgt + 1) + 9 * 8 for tgt in (2, 3))
     # the cache at the end: the decoder's 2 + 2 tokens and the encoder's 8, 2 heads × (4 + 4) float32 each
@@ -360,13 +360,13 @@ def test_an_encoder_decoders_step_skips_the_encoder_and_cross_attentions_project
     # without its stacks recorded, an op is the encoder's by its cost alone: the constants are run
     del graph.graph[g.G_STACKS]
     expected = 17 + 7 + 11 + 3 + 2 + 8 * 2 + 9 * 8
-    assert cost.evaluate(generation.decode_step_flops(graph), {"batch": 1, "seq": 8, "tgt": 1}) == expected
+    assert costbase.evaluate(generation.decode_step_flops(graph), {"batch": 1, "seq": 8, "tgt": 1}) == expected
 
 
 def test_an_encoder_stack_in_a_decoder_only_graph_is_run_at_each_step() -> None:
     graph = _decoder()
     graph.graph[g.G_STACKS] = {"layers": "encoder", "head": "encoder"}
-    assert cost.evaluate(generation.decode_step_flops(graph), {"batch": 2, "seq": 3}) == _decoder_step(2, 3)
+    assert costbase.evaluate(generation.decode_step_flops(graph), {"batch": 2, "seq": 3}) == _decoder_step(2, 3)
 
 
 def test_a_decode_step_refuses_attention_that_caches_nothing() -> None:
@@ -412,7 +412,7 @@ def test_allowed_pairs_are_the_pairs_the_mask_lets_through(kind: str, window: in
     twice = masked.twice_allowed_pairs(kind, window, "tgt")
     assert twice.dims() <= {"tgt"}
     for n in range(1, 12):
-        assert cost.evaluate(twice, {"tgt": n}) == 2 * _pairs_by_hand(kind, window, n), n
+        assert costbase.evaluate(twice, {"tgt": n}) == 2 * _pairs_by_hand(kind, window, n), n
 
 
 def test_the_pairs_of_a_product_are_its_lengths() -> None:
@@ -473,7 +473,7 @@ def test_masked_flops_count_allowed_pairs_of_each_product_and_skip_weights() -> 
             + 2 * batch * n * n
             + 2 * batch * n * n
         )
-        assert cost.evaluate(poly, {"batch": batch, "seq": n, "tgt": tgt}) == expected, (batch, n)
+        assert costbase.evaluate(poly, {"batch": batch, "seq": n, "tgt": tgt}) == expected, (batch, n)
     assert masked._halve(Poly.const(2**60 + 2)) == Poly.const(2**59 + 1)  # exact beyond a float's precision
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bertgraph.cli import main
-from bertgraph.graph import cost, generation
+from bertgraph.graph import costbase, generation
 from bertgraph.graph.poly import Poly
 from tests.generation_runs import config_dir, graph_of
 
@@ -28,11 +28,11 @@ def test_cost_json_has_the_planning_totals(tmp_path: Path) -> None:
         entry = data["total"][key]
         assert Poly.parse(entry["formula"]) == poly
         assert entry["readable"] == poly.readable()
-        assert entry["values"] == [cost.evaluate(poly, s) for s in data["sizes"]]
+        assert entry["values"] == [costbase.evaluate(poly, s) for s in data["sizes"]]
     assert "min(seq, 15)" in data["total"]["kv_cache_bytes"]["formula"]
     assert data["assumptions"]["attention"] == "sdpa" and data["assumptions"]["dtype"] == "bfloat16"
     assert [entry["tokens"] for entry in data["generate"]] == [5, 5]
-    at_end = [cost.evaluate(expected["kv_cache_bytes"], {**s, "seq": s["seq"] + 5}) for s in data["sizes"]]
+    at_end = [costbase.evaluate(expected["kv_cache_bytes"], {**s, "seq": s["seq"] + 5}) for s in data["sizes"]]
     assert [entry["kv_cache_bytes"] for entry in data["generate"]] == at_end
 
 
@@ -55,7 +55,7 @@ def test_summary_gives_a_decoders_kv_cache(capsys: pytest.CaptureFixture[str]) -
     assert main(["summary", str(config_dir("llama")), "--head", "causal-lm"]) == 0
     out = capsys.readouterr().out
     entry = generation.kv_cache_summary(graph_of("llama"))
-    assert entry is not None and entry["bytes"] == cost.evaluate(
+    assert entry is not None and entry["bytes"] == costbase.evaluate(
         generation.kv_cache_bytes(graph_of("llama"), "bfloat16"), {"batch": 1, "seq": 4096}
     )
     assert f"KV cache at 4,096 tokens in bfloat16: {entry['bytes'] // 1024} KiB" in out

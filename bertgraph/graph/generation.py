@@ -28,7 +28,7 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import (
+from bertgraph.graph.costbase import (
     DECODER,
     CostError,
     evaluate,
