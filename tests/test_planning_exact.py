@@ -46,11 +46,14 @@ def _expected_layers(name: str) -> list[tuple[str, str, int | None, str, str]]:
     if name == "gpt2":
         per = f"{config['n_head'] * 2 * (config['n_embd'] // config['n_head'])}*batch"
         return [(f"transformer.h.{i}.attn", g.CAUSAL, None, per, "seq") for i in range(config["n_layer"])]
-    head = config["hidden_size"] // config["num_attention_heads"]
+    head = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     per = f"{config['num_key_value_heads'] * 2 * head}*batch"
     rows = []
     for i in range(config["num_hidden_layers"]):
-        slides = config.get("use_sliding_window") and i >= config["max_window_layers"]
+        if "layer_types" in config:  # Gemma-2: each layer's kind stated
+            slides = config["layer_types"][i] == "sliding_attention"
+        else:  # Qwen2: the layers from max_window_layers on slide
+            slides = config.get("use_sliding_window") and i >= config["max_window_layers"]
         window = config["sliding_window"] if slides else None
         kind = g.CAUSAL_SLIDING_WINDOW if slides else g.CAUSAL
         rows.append((f"model.layers.{i}.self_attn", kind, window, per, f"min(seq, {window - 1})" if window else "seq"))
@@ -324,6 +327,26 @@ def test_generating_is_the_prefill_then_one_step_per_token_and_the_cache_at_the_
             "total_flops": 507 + steps,
             "kv_cache_bytes": cache,
         }
+
+
+def test_generating_any_number_of_tokens_is_the_sum_of_its_steps_in_closed_form() -> None:
+    """Every step from the first cached token on, across the window's cap (3 tokens kept) and far past it:
+    the closed form is the step-by-step sum, and a hundred thousand steps are the module doc's rule summed
+    by hand (each step's count is linear in the cached length once the window is full)."""
+    graph = _decoder()
+    for start in (1, 2, 3, 4):
+        for tokens in range(12):
+            planned = generation.generate(graph, {"batch": 2, "seq": start}, tokens, s)
+            assert planned["decode_flops"] == sum(_decoder_step(2, start + i) for i in range(tokens)), (start, tokens)
+    tokens = 10**5
+    planned = generation.generate(graph, {"batch": 3, "seq": 1}, tokens, s)
+    last = tokens  # cached lengths 1 … tokens
+    full = sum(_decoder_step(3, cached) for cached in range(1, 3))  # 1, 2: the window not yet full
+    slope = _decoder_step(3, 4) - _decoder_step(3, 3)
+    steps = last - 2  # cached lengths 3 … last
+    full += steps * _decoder_step(3, 3) + slope * (steps - 1) * steps // 2
+    assert planned["decode_flops"] == full and planned["tokens"] == tokens
+    assert planned["kv_cache_bytes"] == 3 * 2 * (4 + 4) * 4 * ((1 + tokens) + 3)
 
 
 def _encoder_decoder() -> nx.DiGraph:
@@ -677,3 +700,12 @@ def test_saved_bytes_take_each_ops_width_and_keep_what_later_ops_read() -> None:
         "odd": row,
         "soft": row,
     }
+
+
+def test_the_cache_in_elements_times_an_item_size_is_its_bytes() -> None:
+    for name in CONFIGS:
+        graph = graph_of(name)
+        elements = generation.kv_cache_elements(graph)
+        assert elements and elements.dims() <= {"batch", "seq", "tgt"}
+        for dtype, width in BYTES.items():
+            assert generation.kv_cache_bytes(graph, dtype) == elements * width, (name, dtype)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,43 @@ def test_summary_gives_a_decoders_kv_cache(capsys: pytest.CaptureFixture[str]) -
     assert f"KV cache at 4,096 tokens in bfloat16: {entry['bytes'] // 1024} KiB" in out
     assert main(["summary", "bert-tiny"]) == 0
     assert "KV cache" not in capsys.readouterr().out
+
+
+def test_generating_a_hundred_million_tokens_is_planned_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cost --generate 100000000`` on a sliding-window decoder with the positions for it: the decode
+    steps' sum in closed form, each step's count from the graph (linear in the cached length once the
+    window of 16 is full), within a time limit that a step-by-step sum (minutes) cannot meet."""
+    from tests.generation_runs import CONFIGS, WINDOW
+
+    folder = tmp_path / "long"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**CONFIGS["qwen2-sliding"], "max_position_embeddings": 10**9}))
+    monkeypatch.setenv("BERTGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["cost", str(folder), "--head", "causal-lm", "--seq-len", "8", "--format", "json"]
+    assert main(args) == 0  # traces here and fills the cache: the run below reads the graph from it
+    capsys.readouterr()
+    tokens = 10**8
+    run = subprocess.run(
+        [sys.executable, "-m", "bertgraph", *args, "--generate", str(tokens)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BERTGRAPH_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    planned = json.loads(run.stdout)["generate"][0]
+    step = Poly.parse(json.loads(run.stdout)["total"]["decode_flops_per_token"]["formula"])
+
+    def at(cached: int) -> int:
+        return costbase.evaluate(step, {"batch": 1, "seq": cached})
+
+    cap = WINDOW - 1
+    slope = at(cap + 1) - at(cap)
+    assert slope > 0 and at(cap + 7) - at(cap + 6) == slope  # linear once the window is full
+    last = 8 + tokens - 1  # cached lengths 8 … last; from the cap on, an arithmetic series
+    series = (2 * at(cap) + slope * (last - cap)) * (last - cap + 1) // 2
+    expected = sum(at(cached) for cached in range(8, cap)) + series
+    assert planned["tokens"] == tokens and planned["decode_flops"] == expected

@@ -43,7 +43,7 @@ from bertgraph.graph.facts.attention import eager_products
 from bertgraph.graph.facts.walk import argument
 from bertgraph.graph.formulas import numel
 from bertgraph.graph.masked import attention_facts_of, divide
-from bertgraph.graph.poly import Poly, PolyError, total
+from bertgraph.graph.poly import Poly, PolyError, summed, total
 
 CACHED_KINDS = (g.CAUSAL, g.CAUSAL_SLIDING_WINDOW, g.CROSS)
 SDPA_TARGETS = ("aten.scaled_dot_product_attention.default",)
@@ -139,6 +139,12 @@ def _key_and_value(graph: nx.DiGraph, node: str) -> tuple[Any, Any] | None:
     return [batch, key_shape[1], length, size], [batch, value_shape[1], length, value_shape[3]]
 
 
+def kv_cache_elements(graph: nx.DiGraph) -> Poly:
+    """Elements the KV cache holds once ``seq`` tokens (an encoder-decoder: ``seq`` and ``tgt``) are in it:
+    times :func:`~bertgraph.graph.costbase.itemsize` of a dtype, its bytes in that dtype."""
+    return total(layer.elements() for layer in cache_layers(graph))
+
+
 def kv_cache_bytes(graph: nx.DiGraph, dtype: str | None = None) -> Poly:
     """Bytes the KV cache holds once ``seq`` tokens (an encoder-decoder: ``seq`` and ``tgt``) are in it.
 
@@ -211,10 +217,14 @@ def decode_step_flops(graph: nx.DiGraph) -> Poly:
 def generate(
     graph: nx.DiGraph, sizes: Mapping[str, int], tokens: int, prefill: Poly, dtype: str | None = None
 ) -> dict[str, int]:
-    """Prefill at ``sizes`` and ``tokens`` decode steps after it: their matmul FLOPs and the cache at the end."""
+    """Prefill at ``sizes`` and ``tokens`` decode steps after it: their matmul FLOPs and the cache at the end.
+
+    The decode steps run with ``sizes[step]``, …, ``sizes[step] + tokens - 1`` tokens cached; their sum is
+    taken in closed form (:func:`~bertgraph.graph.poly.summed`), so any number of tokens costs the same time.
+    """
     step = step_name(graph)
-    decode = decode_step_flops(graph)
-    steps = sum(evaluate(decode, {**sizes, step: sizes[step] + index}) for index in range(tokens))
+    start = sizes[step]
+    steps = evaluate(summed(decode_step_flops(graph), step, start, start + tokens - 1), sizes)
     first = evaluate(prefill, sizes)
     return {
         "tokens": tokens,
