@@ -104,3 +104,16 @@ def test_generating_a_hundred_million_tokens_is_planned_at_once(
     series = (2 * at(cap) + slope * (last - cap)) * (last - cap + 1) // 2
     expected = sum(at(cached) for cached in range(8, cap)) + series
     assert planned["tokens"] == tokens and planned["decode_flops"] == expected
+
+
+def test_a_model_that_runs_eager_attention_only_plans_generation(capsys: pytest.CaptureFixture[str]) -> None:
+    """Gemma-2 (soft-capped scores, eager attention only; sliding and global layers as its config lists them):
+    ``cost --generate`` plans from the eager trace, as the graph gives it."""
+    args = ["cost", str(config_dir("gemma2")), "--head", "causal-lm", "--seq-len", "5", "--generate", "4"]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    graph = graph_of("gemma2")
+    assert data["assumptions"]["attention"] == "eager"
+    prefill = Poly.parse(data["total"]["matmul_flops"]["formula"])
+    assert data["generate"] == [generation.generate(graph, {"batch": 1, "seq": 5}, 4, prefill, "float32")]
+    assert "min(seq, 7)" in data["total"]["kv_cache_bytes"]["formula"]
