@@ -1,11 +1,13 @@
 """Real generating models built from tiny configs on the CPU, and their traced graphs, for the planning tests.
 
-Four kinds of decoder: grouped-query (LLaMA, 2 key/value heads for 4 query heads), a sliding
+Five kinds of decoder: grouped-query (LLaMA, 2 key/value heads for 4 query heads), a sliding
 window on only some layers (Qwen2: layers 2–3 of 4 slide with a window of 16), sliding and global
 layers in a pattern of the config's (Gemma-2, which runs eager attention only: its scores are
-soft-capped, ``tanh(s / c) · c``, before the softmax; heads of 12 beside a hidden size of 32), and
-an encoder-decoder (T5, a self-attention and a cross-attention cache per decoder block); GPT-2
-for a plain one.
+soft-capped, ``tanh(s / c) · c``, before the softmax; heads of 12 beside a hidden size of 32),
+multi-head latent attention (DeepSeek-V3: a latent of 32 and a shared rotary key part of 16 per
+token cached, decompressed into 4 heads of key 32 and value 32; a dense layer, then 4 routed experts
+and a shared one), and an encoder-decoder (T5, a self-attention and a cross-attention cache per
+decoder block); GPT-2 for a plain one.
 """
 
 from __future__ import annotations
@@ -54,10 +56,34 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "final_logit_softcapping": 30.0,
         "max_position_embeddings": 64,
     },
+    "deepseek": {
+        "model_type": "deepseek_v3",
+        "vocab_size": 99,
+        "hidden_size": 128,
+        "intermediate_size": 96,
+        "moe_intermediate_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_rope_head_dim": 16,
+        "qk_nope_head_dim": 16,
+        "v_head_dim": 32,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "max_position_embeddings": 64,
+    },
     "t5": TINY["t5"],
 }
 # Models whose only attention is eager: their default trace is the eager one.
 EAGER_ONLY = ("gemma2",)
+# Mixtures of experts run their experts one by one, whose products FlopCounterMode sees (not the grouped kernel's).
+MIXTURES = ("deepseek",)
 ENCODERS: dict[str, dict[str, Any]] = {"modernbert": TINY["modernbert"]}  # a two-sided window
 ENCODER_DECODERS = ("t5",)
 # Prompt lengths: shorter than the window, and long enough for it to cut.
@@ -142,6 +168,8 @@ def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:
 
     config = {**CONFIGS, **ENCODERS}[name]
     fields = {key: value for key, value in config.items() if key != "model_type"}
+    if name in MIXTURES:
+        fields["experts_implementation"] = "eager"
     built = transformers.AutoConfig.for_model(config["model_type"], **fields, attn_implementation=attention)
     kind = transformers.AutoModelForSeq2SeqLM if name in ENCODER_DECODERS else transformers.AutoModelForCausalLM
     kind = transformers.AutoModel if name in ENCODERS else kind

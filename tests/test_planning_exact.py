@@ -43,6 +43,9 @@ def _expected_layers(name: str) -> list[tuple[str, str, int | None, str, str]]:
                 (f"decoder.block.{i}.layer.1.EncDecAttention", g.CROSS, None, per, "seq"),
             )
         ]
+    if name == "deepseek":  # the latent and the shared rotary key part, per token
+        per = f"{config['kv_lora_rank'] + config['qk_rope_head_dim']}*batch"
+        return [(f"model.layers.{i}.self_attn", g.CAUSAL, None, per, "seq") for i in range(config["num_hidden_layers"])]
     if name == "gpt2":
         per = f"{config['n_head'] * 2 * (config['n_embd'] // config['n_head'])}*batch"
         return [(f"transformer.h.{i}.attn", g.CAUSAL, None, per, "seq") for i in range(config["n_layer"])]
@@ -72,6 +75,40 @@ def test_cache_layers_follow_each_config(name: str, attention: str | None) -> No
         assert graph.nodes[layer.node][g.MODULE] == layer.module
         assert layer.elements() == layer.per_token * layer.tokens
     assert [layer.node for layer in layers] == [n for n in g.ops_in_order(graph) if n in {x.node for x in layers}]
+
+
+def test_a_latent_cache_is_the_latent_and_shared_rotary_key_and_its_heads_are_the_second_figure() -> None:
+    """DeepSeek's MLA: the cache holds kv_lora_rank + qk_rope_head_dim per token and layer (what transformers'
+    cache holds); every head's keys and values, decompressed by kv_b_proj, are the second figure; a decode step
+    decompresses every cached token and the new one. Blocks that cache their keys and values have no latent."""
+    config = CONFIGS["deepseek"]
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    latent = config["kv_lora_rank"] + config["qk_rope_head_dim"]
+    per_head = heads * (config["qk_nope_head_dim"] + config["qk_rope_head_dim"] + config["v_head_dim"])
+    for attention in (None, "eager"):
+        graph = graph_of("deepseek", attention)
+        cached = generation.cache_layers(graph)
+        assert [str(layer.decompressed) for layer in cached] == [f"{per_head}*batch"] * layers
+        assert generation.kv_cache_bytes(graph, "bfloat16") == 2 * layers * latent * b * s
+        assert generation.decompressed_kv_cache_bytes(graph, "bfloat16") == 2 * layers * per_head * b * s
+        made = [generation.decompression(graph, layer.node) for layer in cached]
+        assert made == [f"model.layers.{i}.self_attn.kv_b_proj:linear" for i in range(layers)]
+        # each cached token costs a decode step its attention products per key and its decompression
+        width = costbase.node_poly(graph.nodes[made[0]], g.MATMUL_FLOPS)
+        made_per_token = heads * (config["qk_nope_head_dim"] + config["v_head_dim"])  # keys' other part and values
+        assert width == 2 * config["kv_lora_rank"] * made_per_token * b * s
+        pairs = [
+            dict(costbase.node_poly(d, g.MATMUL_FLOPS).terms()).get((("batch", 1), ("seq", 2)), 0)
+            for n, d in graph.nodes(data=True)
+            if not costbase.has_weight_operand(graph, n)
+        ]
+        per_cached = dict(generation.decode_step_flops(graph).terms())[(("batch", 1), ("seq", 1))]
+        assert per_cached == sum(pairs) + layers * 2 * config["kv_lora_rank"] * made_per_token
+    for name in CONFIGS:
+        if name != "deepseek":
+            graph = graph_of(name)
+            assert all(layer.decompressed is None for layer in generation.cache_layers(graph)), name
+            assert generation.decompressed_kv_cache_bytes(graph) is None, name
 
 
 def test_cache_bytes_are_layers_times_heads_times_tokens_times_the_dtype_width() -> None:
@@ -198,17 +235,15 @@ def test_key_and_value_shapes_of_fused_attention_are_its_operands() -> None:
 
 
 def _eager_value(graph: nx.DiGraph, shape: list[Any]) -> nx.DiGraph:
-    """``graph`` with the value read by each weights × values product given ``shape``."""
+    """``graph`` with the value read by each weights × values product given ``shape`` (as the product read it)."""
     from bertgraph.graph.facts.attention import eager_products
-    from bertgraph.graph.facts.walk import argument
 
     graph = graph.copy()
     for node in generation._attention_nodes(graph):
         _, weighted = eager_products(graph, node)
         assert weighted is not None
-        value = argument(graph, weighted, 1)
-        assert value is not None
-        graph.nodes[value][g.SHAPE] = shape
+        inputs = graph.nodes[weighted][g.INPUTS]
+        graph.nodes[weighted][g.INPUTS] = [inputs[0], shape, *inputs[2:]]
     return graph
 
 
@@ -238,7 +273,10 @@ def test_cache_layer_details_without_module_inputs_or_a_known_width() -> None:
     no_inputs = graph_of("llama").copy()
     for node in generation._attention_nodes(no_inputs):
         del no_inputs.nodes[node][g.INPUTS]
-    with pytest.raises(CostError, match="trace the model with its default attention$"):
+    with pytest.raises(
+        CostError,
+        match=r"are not found \(fused: its operands; eager: the products around its softmax\), so none is guessed$",
+    ):
         generation.cache_layers(no_inputs)
     # a width nobody knows is no width guessed
     assert generation.kv_cache_bytes(graph_of("llama"), "int4") == 0

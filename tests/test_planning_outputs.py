@@ -117,3 +117,35 @@ def test_a_model_that_runs_eager_attention_only_plans_generation(capsys: pytest.
     prefill = Poly.parse(data["total"]["matmul_flops"]["formula"])
     assert data["generate"] == [generation.generate(graph, {"batch": 1, "seq": 5}, 4, prefill, "float32")]
     assert "min(seq, 7)" in data["total"]["kv_cache_bytes"]["formula"]
+
+
+def test_a_latent_cache_is_said_to_be_one_with_every_heads_keys_and_values_beside_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """DeepSeek-V3 (MLA): positions are rotary, the KV cache is the latent transformers caches, and the keys
+    and values per head are the stated second figure, in the summary and the cost table."""
+    from bertgraph.render import figures
+
+    model = str(config_dir("deepseek"))
+    assert main(["summary", model, "--head", "causal-lm"]) == 0
+    out = capsys.readouterr().out
+    graph = graph_of("deepseek")
+    entry = generation.kv_cache_summary(graph)
+    decompressed = generation.decompressed_kv_cache_bytes(graph, "bfloat16")
+    assert entry is not None and decompressed is not None
+    assert entry["decompressed_bytes"] == costbase.evaluate(decompressed, {"batch": 1, "seq": 4096})
+    assert entry["decompressed_bytes"] * 48 == entry["bytes"] * 256  # per token and layer: 4 × (32 + 32) vs 32 + 16
+    assert "positions: rotary" in out and "positions: relative" not in out
+    assert f"KV cache at 4,096 tokens in bfloat16: {entry['bytes'] // 1024} KiB" in out
+    assert "MLA's latent and shared rotary key, as transformers caches them" in out
+    assert f"every head's keys and values would take {figures.size(entry['decompressed_bytes'])}" in out
+    assert main(["cost", model, "--head", "causal-lm", "--seq-len", "8", "--format", "json"]) == 0
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert Poly.parse(total["kv_cache_bytes_decompressed"]["formula"]) == generation.decompressed_kv_cache_bytes(
+        graph, "float32"
+    )
+    assert main(["cost", model, "--head", "causal-lm", "--seq-len", "8", "--depth", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "  keys and values per head" in out and "multi-head latent attention (MLA)" in out
+    assert main(["cost", str(config_dir("llama")), "--head", "causal-lm", "--depth", "0"]) == 0
+    assert "per head" not in capsys.readouterr().out

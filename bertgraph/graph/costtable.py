@@ -31,6 +31,8 @@ ONNX_TRAINING_NOTE = (
     "an ONNX file is an inference graph: the activations autograd keeps for training are not counted; "
     "run bertgraph cost on the model itself for them"
 )
+# A latent cache's (MLA) keys and values per head, decompressed: what attention reads, what a cache keeping them holds.
+KV_CACHE_DECOMPRESSED = "kv_cache_bytes_decompressed"
 DECODE_FLOPS = "decode_flops_per_token"
 KV_CACHE_NOTE = "no KV cache or decode step"
 MASKED_ATTENTION_FLOPS = "attention_matmul_flops_masked"
@@ -75,6 +77,9 @@ def planning_totals(graph: nx.DiGraph, dtype: str) -> tuple[dict[str, Poly], lis
             notes.append(f"{KV_CACHE_NOTE}: {error}")
         else:
             found[KV_CACHE], found[DECODE_FLOPS] = cache, step
+            decompressed = generation.decompressed_kv_cache_bytes(graph, dtype)
+            if decompressed is not None:
+                found[KV_CACHE_DECOMPRESSED] = decompressed
     return found, notes
 
 
