@@ -81,12 +81,12 @@ class Architecture:
         ``generate``: decode steps after each prefill; ``freeze``: parameter names, module paths or
         globs trained without gradients (``cost --freeze``).
         """
-        from bertgraph.graph import cost, memory
+        from bertgraph.graph import costbase, costtable, memory
 
         lengths = [seq_len] if seq_len is None or isinstance(seq_len, int) else list(seq_len)
-        sizes = [cost.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
+        sizes = [costbase.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
         frozen = memory.freeze_patterns(self.graph, freeze)
-        return cost.cost_report(
+        return costtable.cost_report(
             self.graph, sizes, depth=depth, fold=fold, dtype=dtype, generate=generate, frozen=frozen
         )
 

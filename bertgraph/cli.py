@@ -602,7 +602,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from bertgraph.graph import cost
+    from bertgraph.graph import cost, costbase, costtable
     from bertgraph.model.spec import check_length
     from bertgraph.render import markdown, text
 
@@ -630,7 +630,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, lengths[0])
-    if args.decoder_len and not cost.has_decoder_length(arch.graph):
+    if args.decoder_len and not costbase.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
     cost.check_products_counted(arch.graph, name=str(args.model))
     frozen = _frozen(arch.graph, args.freeze)
@@ -640,12 +640,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
         # Every sequence dimension of the file, however its exporter named them, at each length.
         sizes = [
-            cost.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
+            costbase.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
             for n, d in zip(lengths, decoders)
         ]
     else:
-        sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
-    report = cost.cost_report(
+        sizes = [costbase.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
+    report = costtable.cost_report(
         arch.graph,
         sizes,
         depth=args.depth,

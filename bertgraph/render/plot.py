@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.graph import cost
+from bertgraph.graph import cost, costbase
 from bertgraph.graph import schema as g
 from bertgraph.render import figures
 
@@ -49,8 +49,8 @@ def max_positions(graph: nx.DiGraph) -> int | None:
 def plot_lengths(graph: nx.DiGraph) -> tuple[list[int], int | None]:
     """The sequence lengths plotted (geometric, to past the crossover) and the crossover length."""
     totals = cost.model_totals(graph)
-    sizes = {**cost.sizes_for(graph), "batch": 1}
-    name = cost.sequence_name(graph)
+    sizes = {**costbase.sizes_for(graph), "batch": 1}
+    name = costbase.sequence_name(graph)
     crossing = cost.crossover(totals[cost.LINEAR_FLOPS], totals[cost.ATTENTION_FLOPS], sizes, name)
     longest = max(crossing * 4 if crossing else 0, max_positions(graph) or 512, SHORTEST * 4)
     ratio = (longest / SHORTEST) ** (1 / (POINTS - 1))
@@ -72,9 +72,9 @@ def generate_flops_png(graph: nx.DiGraph) -> bytes:
     from matplotlib.ticker import FuncFormatter
 
     lengths, crossing = plot_lengths(graph)
-    sizes = {**cost.sizes_for(graph), "batch": 1}
+    sizes = {**costbase.sizes_for(graph), "batch": 1}
     curves = cost.flops_curves(graph, lengths, sizes)
-    name = cost.sequence_name(graph)
+    name = costbase.sequence_name(graph)
     with matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
         figure = Figure(figsize=(7.0, 4.2), dpi=100)
         FigureCanvasAgg(figure)
@@ -103,7 +103,7 @@ def generate_flops_png(graph: nx.DiGraph) -> bytes:
             )
         if crossing:
             at = {**sizes, name: crossing}
-            value = cost.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], at)
+            value = costbase.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], at)
             axes.plot([crossing], [value], marker="o", color="#1f2328", markersize=5)
             axes.annotate(
                 f"attention overtakes at {crossing:,}\n({figures.flops(value)} each)",

@@ -28,17 +28,17 @@ def generate_cost_lines(
     graph: nx.DiGraph, depth: int = 2, plot_name: str | None = None, plot_note: str | None = None
 ) -> Iterable[str]:
     """The report's cost section: figures with their formulas at the example size, memory, the plot."""
-    from bertgraph.graph import cost
+    from bertgraph.graph import costbase, costtable
     from bertgraph.render.plot import max_positions, plot_lengths
 
-    sizes = cost.sizes_for(graph)
-    report = cost.cost_report(graph, [sizes], depth=depth)
+    sizes = costbase.sizes_for(graph)
+    report = costtable.cost_report(graph, [sizes], depth=depth)
     total = report["total"]
     yield "## Cost"
     yield ""
     matmul = figures.count(total["matmul_flops"]["values"][0])
     yield (
-        f"At {md(cost.size_label(sizes))}, one forward pass takes **{matmul}** "
+        f"At {md(costbase.size_label(sizes))}, one forward pass takes **{matmul}** "
         f"matmul FLOPs — {markdown.code(total['matmul_flops']['readable'])} in general — and "
         f"{figures.count(total['other_flops']['values'][0])} other FLOPs; its activations peak at "
         f"{figures.size(report['memory']['peak_activation_bytes'][0])}. Every figure is a polynomial in the named "
@@ -48,7 +48,7 @@ def generate_cost_lines(
     yield from markdown.generate_cost_body(report)
     yield ""
     _, crossing = plot_lengths(graph)
-    name = cost.sequence_name(graph)
+    name = costbase.sequence_name(graph)
     if crossing:
         limit = max_positions(graph)
         beyond = f", beyond the model's {limit:,} positions" if limit and crossing > limit else ""
