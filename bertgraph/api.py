@@ -219,13 +219,16 @@ def trace(
     allow_pickle: bool = False,
     attention: str | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
+    offline: bool | None = None,
     **overrides: int,
 ) -> Architecture:
-    """Trace a model offline and return its :class:`Architecture`.
+    """Trace a model from its config and return its :class:`Architecture`.
 
     Parameters:
         model: a preset (``bert-base-uncased``, ``gpt2``, ``t5-small``, …), a directory with
-            config.json, a config.json path, or a hub id in the local cache.
+            config.json, a config.json path, or a hub id (``org/name``, ``org/name@revision``):
+            from the Hugging Face cache, or its config and safetensors headers fetched into it.
         head: ``base``, ``sequence-classification``, ``token-classification``,
             ``question-answering``, ``masked-lm``, ``multiple-choice``, ``next-sentence``,
             ``pretraining``, ``causal-lm`` or ``seq2seq-lm`` — those the model's family has.
@@ -233,6 +236,7 @@ def trace(
         cache: use the on-disk graph cache.
         attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where the model has it).
         dtype: build the model in ``float16``, ``bfloat16`` or ``float32`` (default: its config's).
+        revision: a hub id's branch, tag or commit; ``offline``: never fetch (as ``HF_HUB_OFFLINE=1``).
         overrides: ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``intermediate``, ``vocab``,
             ``num_labels``.
     """
@@ -245,6 +249,8 @@ def trace(
         allow_pickle=allow_pickle,
         attention=attention,
         dtype=dtype,
+        revision=revision,
+        offline=offline,
     )
     return load(spec, use_cache=cache)
 

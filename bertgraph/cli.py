@@ -103,7 +103,8 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
         "model",
         metavar="MODEL",
         help="preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
-        "config.json, cached hub id, or a .onnx file",
+        "config.json, hub id (org/name or org/name@revision: config and safetensors headers fetched into the "
+        "Hugging Face cache, never weights), or a .onnx file",
     )
     if head:
         parser.add_argument(
@@ -135,8 +136,24 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
     parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
     )
+    _hub_options(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _hub_options(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """``--revision`` and ``--offline``, for every command that names a model."""
+    which = "every hub id named" if several else "a hub id"
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help=f"branch, tag or commit of {which} (default: main; or write org/name@REV)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fetch: hub ids only from the Hugging Face cache (as HF_HUB_OFFLINE=1)",
+    )
 
 
 def _file_path(text: str) -> Path:
@@ -290,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     families.add_argument(
         "--table", type=_file_path, metavar="PATH.md", help="also write the table to this Markdown file"
     )
+    _hub_options(families, several=True)
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
     _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
@@ -317,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     masks.add_argument(
         "--format", choices=MASKS_FORMATS, help="default: from the output suffix (json or markdown without -o)"
     )
+    _hub_options(masks, several=True)
     masks.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     masks.add_argument("--debug", action="store_true", help="show tracebacks")
     _output(
@@ -337,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gallery.add_argument("--model", default="bert-base-uncased", help="model to draw (default bert-base-uncased)")
     gallery.add_argument("--head", default="sequence-classification", help="head to draw")
+    _hub_options(gallery)
     gallery.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     gallery.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
@@ -364,6 +384,8 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
         allow_pickle=args.allow_pickle,
         attention=getattr(args, "attention", None),
         dtype=getattr(args, "dtype", None),  # cost's --dtype: traced in it
+        revision=args.revision,
+        offline=args.offline,
     )
 
 
@@ -383,6 +405,7 @@ _CONFIG_OPTIONS = (
     "seq_len",
     "batch",
     "attention",
+    "revision",
 )
 
 
@@ -878,7 +901,8 @@ def cmd_families(args: argparse.Namespace) -> int:
     _check_output(args, *([args.output] if args.table is None else [args.output, args.table]), models=models)
     if fmt in graphviz_run.FORMATS:
         graphviz_run.require_dot(args.output)
-    specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
+    # every reference checked (a hub id fetched) before any trace
+    specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in models]
     graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
     written = write_families(
         graphs,
@@ -911,7 +935,8 @@ def cmd_masks(args: argparse.Namespace) -> int:
         _check_output(args, args.output, *([svg] if svg else []), models=args.models)
     if svg is not None:
         _refuse_foreign_companion(args.output, svg, "figure", "masks page")
-    specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
+    # every reference checked (a hub id fetched) before any trace
+    specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in args.models]
     if args.decoder_len is not None and not any("tgt" in spec.dim_names for spec in specs):
         raise UsageError(_no_decoder(args.models))
     example = Example(args.seq_len, args.pad, args.decoder_len)
@@ -978,7 +1003,16 @@ def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], ex
 def cmd_gallery(args: argparse.Namespace) -> int:
     from bertgraph.gallery import build_gallery
 
-    for path in build_gallery(args.output, model=args.model, head=args.head, use_cache=not args.no_cache, warn=_warn):
+    written = build_gallery(
+        args.output,
+        model=args.model,
+        head=args.head,
+        use_cache=not args.no_cache,
+        warn=_warn,
+        revision=args.revision,
+        offline=args.offline,
+    )
+    for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
 

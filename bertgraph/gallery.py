@@ -58,8 +58,12 @@ def build_gallery(
     head: str = "sequence-classification",
     use_cache: bool = True,
     warn: Callable[[str], None] | None = None,
+    revision: str | None = None,
+    offline: bool | None = None,
 ) -> list[Path]:
     """Write the gallery into ``folder`` and return the files written, in order.
+
+    ``revision`` and ``offline`` apply to ``model`` when it is a hub id.
 
     Every file is checked by the output rules (:mod:`bertgraph.files`) before any work.
     """
@@ -67,7 +71,9 @@ def build_gallery(
     found = path_kind(folder)
     if found.kind not in ("directory", "missing"):
         raise BertgraphError(f"cannot write the gallery into {folder}: it is {found.description}; give a folder")
-    spec, base_spec = resolve(model, head), resolve(model, "base")  # a bad model: refused before any folder
+    # a bad model: refused before any folder
+    spec = resolve(model, head, revision=revision, offline=offline)
+    base_spec = resolve(model, "base", revision=revision, offline=offline)
     made = [f for f in (folder, *folder.parents) if path_kind(f).kind == "missing"]  # what mkdir will create
     if found.kind == "missing":
         try:

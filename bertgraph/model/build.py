@@ -18,6 +18,7 @@ from bertgraph.errors import CheckpointError, ConfigError, first_line
 from bertgraph.model.checkpoint import check_checkpoint, read_checkpoint
 from bertgraph.model.families.record import ENCODER_ONLY
 from bertgraph.model.spec import ModelSpec
+from bertgraph.model.stored import stored_shapes
 
 if TYPE_CHECKING:
     import torch
@@ -59,20 +60,31 @@ def build_model(
             f"{spec.config_path or spec.name}: transformers cannot build {spec.model_class} from this config: "
             f"{first_line(error)}"
         ) from error
-    if spec.weights is not None:
-        expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
-        prefix = spec.family.backbone(spec.head) or spec.family.prefix
-        entries = read_checkpoint(spec.weights)
-        floating = frozenset(name for name, t in meta_model.state_dict().items() if t.is_floating_point())
-        shapes = {name: entry.shape for name, entry in entries.items()}
-        dtypes = {name: entry.dtype for name, entry in entries.items()}
-        check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
+    if spec.weights is not None or spec.checkpoint is not None:
+        _check_stored(spec, meta_model)
     if not weights:
         return _fake_model(model_class, config, getattr(torch, dtype)) if fake else _in_dtype(meta_model, spec)
     torch.manual_seed(seed)
     if checkpoint is None:
         return _in_dtype(model_class(make_config(spec, model_class)), spec)
     return _in_dtype(_load_pretrained(model_class, make_config(spec, model_class), checkpoint), spec)
+
+
+def _check_stored(spec: ModelSpec, meta_model: Any) -> None:
+    """Every tensor the checkpoint stores for the model has the shape the config gives it (and in a
+    file that may be loaded, a floating dtype where the model holds floats). Headers without the
+    file (a hub model) are held to shapes alone: a quantized weight has shapes of its own."""
+    state = meta_model.state_dict()
+    expected = {name: list(t.shape) for name, t in state.items()}
+    prefix = spec.family.backbone(spec.head) or spec.family.prefix
+    if spec.weights is not None:
+        entries = read_checkpoint(spec.weights)
+        floating = frozenset(name for name, t in state.items() if t.is_floating_point())
+        shapes = {name: entry.shape for name, entry in entries.items()}
+        dtypes = {name: entry.dtype for name, entry in entries.items()}
+        check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
+    elif spec.checkpoint is not None:
+        check_checkpoint(expected, stored_shapes(spec.checkpoint), spec.checkpoint.source, prefix)
 
 
 def _in_dtype(model: Any, spec: ModelSpec) -> Any:

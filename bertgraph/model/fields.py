@@ -16,6 +16,10 @@ from typing import Any
 
 from bertgraph.errors import ConfigError
 
+# A config.json is a flat object with a few small mappings; these bound what is read.
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+MAX_CONFIG_NESTING = 64
+
 
 @dataclass(frozen=True)
 class Limit:

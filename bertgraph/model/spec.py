@@ -10,19 +10,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bertgraph.errors import BertgraphError, CheckpointError, ConfigError, ModelReferenceError, first_line
 from bertgraph.files import expand_user, path_kind
-from bertgraph.model.checkpoint import read_checkpoint
+from bertgraph.model import hub
+from bertgraph.model.checkpoint import read_checkpoint_files
 from bertgraph.model.families import BY_NAME, MODEL_TYPES, Family, family_of
 from bertgraph.model.families.record import HEAD_NAMES, OVERRIDE_SIZES
-from bertgraph.model.fields import LIMITS, ConfigRules, Field, check_config, problem
+from bertgraph.model.fields import (
+    LIMITS,
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_NESTING,
+    ConfigRules,
+    Field,
+    check_config,
+    problem,
+)
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
+from bertgraph.model.stored import Checkpoint, checkpoint_of, quantization_of
 
 BERT = BY_NAME["bert"]
 # BERT's heads and inputs, for code written when bertgraph drew BERT alone (ONNX export).
@@ -115,13 +124,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
 
 BERT_RULES = rules_for(BY_NAME["bert"], "bert", {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})
 
-# A config.json is a flat object with a few small mappings; these bound what is read.
-MAX_CONFIG_BYTES = 64 * 1024 * 1024
-MAX_CONFIG_NESTING = 64
-
 SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MULTIPLE_CHOICE_EXAMPLE = 4
 DEFAULT_SEQ_LEN = 128
 # The attention implementations a model can be built with (transformers' attn_implementation).
@@ -148,6 +152,10 @@ class ModelSpec:
             the one transformers picks (``sdpa`` where the model has it).
         dtype: the floating dtype the model is built in for tracing (``bfloat16``: its casts,
             such as a norm computing in float32, are then in the graph); ``None``: float32.
+        checkpoint: every tensor the checkpoint stores, from its headers (a local safetensors
+            checkpoint's, or a hub model's fetched without its weights); ``None``: none known.
+        remote_code: the classes the config's ``auto_map`` names, which bertgraph never runs (the
+            model is built from transformers' own classes for its ``model_type``).
     """
 
     reference: str
@@ -164,6 +172,8 @@ class ModelSpec:
     overrides: dict[str, int] = field(default_factory=dict)
     attention: str | None = None
     dtype: str | None = None
+    checkpoint: Checkpoint | None = None
+    remote_code: tuple[str, ...] = ()
 
     @property
     def family(self) -> Family:
@@ -250,12 +260,16 @@ def resolve(
     allow_pickle: bool = False,
     attention: str | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
+    offline: bool | None = None,
 ) -> ModelSpec:
     """Turn a model reference into a validated :class:`ModelSpec`.
 
     Parameters:
         reference: a preset (``bert-base-uncased``), a directory holding config.json,
-            a config.json path, or a hub id present in the local Hugging Face cache.
+            a config.json path, or a hub id (``org/name``, ``org/name@revision``): read from
+            the local Hugging Face cache, or fetched into it (config and safetensors headers,
+            never weights: :mod:`bertgraph.model.hub`).
         head: one of :data:`~bertgraph.model.families.HEAD_NAMES` that the family has.
         overrides: ``{"layers": 4, "hidden": 256, ...}``; ``None`` values are ignored.
         batch, seq_len: example input size; the sequence defaults to 128, or less when the
@@ -263,6 +277,8 @@ def resolve(
         allow_pickle: permit a pickled ``pytorch_model.bin`` checkpoint.
         attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where it exists).
         dtype: ``float32``, ``float16`` or ``bfloat16``: build the model in it (default float32).
+        revision: a hub id's branch, tag or commit (``--revision``; or ``org/name@revision``).
+        offline: never fetch (``--offline``); ``HF_HUB_OFFLINE`` says the same.
 
     Raises:
         ModelReferenceError, ConfigError: with a one-line message saying what to do.
@@ -278,16 +294,37 @@ def resolve(
         raise ConfigError(f"unknown attention {attention!r}; choose one of: {', '.join(ATTENTION_IMPLEMENTATIONS)}")
     if dtype not in (None, *BUILD_DTYPES):
         raise ConfigError(f"unknown dtype {dtype!r}; choose one of: {', '.join(BUILD_DTYPES)}")
-    name, source, config, config_path, directory = _locate(reference)
-    origin = config_path or Path(name)
-    family = family_for(config, origin)
+    with _located(reference, revision, offline) as found:
+        return _resolve_found(found, head, overrides, batch, seq_len, allow_pickle, attention, dtype)
+
+
+def _resolve_found(
+    found: Located,
+    head: str,
+    overrides: Mapping[str, int | None] | None,
+    batch: int,
+    seq_len: int | None,
+    allow_pickle: bool,
+    attention: str | None,
+    dtype: str | None,
+) -> ModelSpec:
+    name, config = found.name, found.config
+    origin = found.config_path or Path(name)
+    family = _family_or_refusal(config, origin, name)
     if head not in family.heads:
         raise ConfigError(
             f"{name} is a {family.name} model, which has no {head} head; choose one of: {', '.join(family.heads)}"
         )
-    weights, pickle_weights = _find_weights(directory) if directory is not None else (None, None)
+    weights, pickle_weights = _find_weights(found.directory) if found.directory is not None else (None, None)
+    if found.headers_only:
+        weights = None  # the snapshot holds an index at most: its shards were never downloaded
+    checkpoint = found.checkpoint
     if weights is not None:
-        read_checkpoint(weights)  # headers only: a damaged checkpoint is reported before any work
+        # headers only: a damaged checkpoint is reported before any work
+        files = read_checkpoint_files(weights)
+        checkpoint = checkpoint_of(files, weights.name, weights.name.endswith(".index.json"))
+    if checkpoint is not None:
+        checkpoint = replace(checkpoint, quantization=quantization_of(config))
     clean = {k: v for k, v in (overrides or {}).items() if v is not None}
     for option, value in clean.items():
         if option not in OVERRIDES:
@@ -316,9 +353,9 @@ def resolve(
             "leave out --attention or use --attention eager"
         )
     spec = ModelSpec(
-        reference=reference,
+        reference=found.reference,
         name=name,
-        source=source,
+        source=found.source,
         config=config,
         head=head,
         batch=batch,
@@ -326,10 +363,12 @@ def resolve(
         weights=weights,
         pickle_weights=pickle_weights,
         allow_pickle=allow_pickle,
-        config_path=config_path,
+        config_path=found.config_path,
         overrides=clean,
         attention=attention,
         dtype=None if dtype == "float32" else dtype,
+        checkpoint=checkpoint,
+        remote_code=remote_code(config),
     )
     if spec.max_positions is not None and spec.max_positions < 1:
         name = family.sizes["max_position"]
@@ -408,17 +447,63 @@ def _flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
-def _locate(reference: str) -> tuple[str, str, dict[str, Any], Path | None, Path | None]:
-    """(name, source, config, config path, weights directory) for a reference."""
+class Located(NamedTuple):
+    """Where a reference's config (and checkpoint) was found."""
+
+    reference: str
+    name: str
+    source: str
+    config: dict[str, Any]
+    config_path: Path | None = None
+    directory: Path | None = None  # the folder whose checkpoint files count
+    checkpoint: Checkpoint | None = None  # what a hub model's headers say
+    headers_only: bool = False  # a hub snapshot whose safetensors files were never downloaded
+
+
+@contextlib.contextmanager
+def _located(reference: str, revision: str | None, offline: bool | None) -> Iterator[Located]:
+    """The config and checkpoint a reference names; a hub id is fetched if need be, and what the
+    fetch added to the cache is taken back if anything in the ``with`` block fails."""
     if not reference.strip():
         raise ModelReferenceError(
             "MODEL is empty; give a preset such as bert-base-uncased, a directory with config.json, "
-            "a config.json file or an .onnx file"
+            "a config.json file, a hub id such as org/name, or an .onnx file"
         )
     try:
         path = expand_user(reference)
     except BertgraphError as error:
         raise ModelReferenceError(str(error)) from error
+    found = path_kind(path)
+    if found.kind != "missing":
+        _no_revision(revision, reference, "a local path")
+        yield _local(reference, path)
+        return
+    target = hub.hub_reference(reference, revision)
+    preset = preset_config(reference)
+    if preset is not None and (target is None or target.revision is None):
+        _no_revision(revision, reference, "a preset")
+        yield Located(reference, canonical_name(reference), "preset", preset)
+        return
+    if target is not None:
+        with hub.located(target, offline_only=bool(offline)) as snapshot:
+            yield _from_snapshot(reference, snapshot)
+        return
+    _no_revision(revision, reference, "not a hub id (org/name)")
+    if os.sep in reference or reference.endswith(".json"):
+        raise ModelReferenceError(f"no such file or directory: {reference}")
+    raise ModelReferenceError(
+        f"unknown model {reference!r}; closest presets: {', '.join(closest_presets(reference))} "
+        "(or give a local directory with config.json, or a hub id such as org/name)"
+    )
+
+
+def _no_revision(revision: str | None, reference: str, what: str) -> None:
+    if revision is not None:
+        raise ModelReferenceError(f"--revision {revision} names a revision of a hub id; {reference} is {what}")
+
+
+def _local(reference: str, path: Path) -> Located:
+    """A directory holding config.json (and a checkpoint), or a config.json file."""
     found = path_kind(path)
     if found.kind == "directory":
         config_path = path / "config.json"
@@ -430,53 +515,76 @@ def _locate(reference: str) -> tuple[str, str, dict[str, Any], Path | None, Path
             )
         if inside.kind != "file":
             raise ModelReferenceError(f"cannot read {config_path}: it is {inside.description}, not a file")
-        return _display_name(path.resolve().name), "directory", read_config(config_path), config_path, path
+        return Located(
+            reference, _display_name(path.resolve().name), "directory", read_config(config_path), config_path, path
+        )
     if found.kind == "file":
         if path.suffix != ".json":
             raise ModelReferenceError(
                 f"{reference} is not a config.json; give the model's directory or its config.json"
             )
-        return _display_name(path.resolve().parent.name), "config", read_config(path), path, path.parent
-    if found.kind != "missing":
-        raise ModelReferenceError(
-            f"cannot use {reference} as a model: it is {found.description}; "
-            "give a directory with config.json, a config.json file or a preset"
+        return Located(
+            reference, _display_name(path.resolve().parent.name), "config", read_config(path), path, path.parent
         )
-    preset = preset_config(reference)
-    if preset is not None:
-        return canonical_name(reference), "preset", preset, None, None
-    if _HUB_ID.match(reference) and not reference.startswith((".", "/")):
-        snapshot = _hub_snapshot(reference)
-        if snapshot is not None:
-            return reference, "hub", read_config(snapshot / "config.json"), snapshot / "config.json", snapshot
-        raise ModelReferenceError(
-            f"{reference!r} is not a local path and not in the local Hugging Face cache "
-            f"(bertgraph never downloads); use a preset such as {closest_presets(reference)[0]} "
-            "or a local directory with config.json"
-        )
-    if os.sep in reference or reference.endswith(".json"):
-        raise ModelReferenceError(f"no such file or directory: {reference}")
     raise ModelReferenceError(
-        f"unknown model {reference!r}; closest presets: {', '.join(closest_presets(reference))} "
-        "(or give a local directory with config.json)"
+        f"cannot use {reference} as a model: it is {found.description}; "
+        "give a directory with config.json, a config.json file or a preset"
     )
+
+
+def _from_snapshot(reference: str, snapshot: hub.HubSnapshot) -> Located:
+    """A hub model in the cache: its checkpoint files when another tool downloaded them all,
+    else the headers bertgraph fetched (or none, offline, for a config cached alone)."""
+    config_path = snapshot.folder / "config.json"
+    headers_only = snapshot.headers != "files"
+    return Located(
+        reference,
+        snapshot.name,
+        "hub",
+        read_config(config_path),
+        config_path,
+        snapshot.folder,
+        snapshot.checkpoint,
+        headers_only,
+    )
+
+
+def _family_or_refusal(config: Mapping[str, Any], origin: Path, name: str) -> Family:
+    """The config's family; a config that needs its own code (``auto_map``) of a type transformers
+    does not know is refused, since that code is never fetched or run."""
+    try:
+        return family_for(config, origin)
+    except ConfigError as error:
+        classes = remote_code(config)
+        if not classes:
+            raise
+        raise ConfigError(
+            f"{name} needs its own code ({classes[0]}, named by auto_map in its config), which bertgraph never "
+            f"fetches or runs, and its model_type {config.get('model_type')!r} is not one transformers knows; "
+            "draw a model of a type transformers has"
+        ) from error
+
+
+def remote_code(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The classes a config's ``auto_map`` names (code shipped with the model), sorted.
+
+    >>> remote_code({"auto_map": {"AutoModel": "modeling_x.XModel", "AutoTokenizer": ["t.T", None]}})
+    ('modeling_x.XModel', 't.T')
+    """
+    found = config.get("auto_map")
+    if not isinstance(found, dict):
+        return ()
+    names: set[str] = set()
+    for value in found.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item:
+                names.add(item)
+    return tuple(sorted(names))
 
 
 def _display_name(name: str) -> str:
     """A folder name fit for titles: bytes that are not UTF-8 shown as U+FFFD, not smuggled through."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _hub_snapshot(repo_id: str) -> Path | None:
-    """The cached snapshot folder of a hub model, looked up without any network."""
-    from huggingface_hub import try_to_load_from_cache
-
-    # Read the cache location now, not at import time, so HF_HUB_CACHE / HF_HOME set later count.
-    cache = os.environ.get("HF_HUB_CACHE") or (
-        os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None
-    )
-    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
-    return Path(found).parent if isinstance(found, str) else None
 
 
 def read_config(path: Path) -> dict[str, Any]:

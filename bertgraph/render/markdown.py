@@ -44,12 +44,20 @@ def generate_param_rows(stats: dict[str, Any]) -> Iterable[str]:
     )
 
 
+def stored_paragraphs(data: dict[str, Any]) -> Iterable[str]:
+    """The checkpoint and remote-code lines as sentences, each a paragraph."""
+    for line in text.stored_lines(data):
+        yield md(line[0].upper() + line[1:]) + "."
+        yield ""
+
+
 def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     yield f"## Parameters of {md(stats['model'])} · {md(stats['model_class'])}"
     yield ""
     if stats.get("not_traced"):
         yield md(text.not_traced_line(stats)) + "."
         yield ""
+    yield from stored_paragraphs(stats)
     yield from generate_param_groups(stats)
     yield ""
     yield f"{len(stats['parameters'])} parameter tensors:"
@@ -96,6 +104,7 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     else:
         yield f"Example input {md(example)}; shapes name these dimensions. {_FOLDED}"
     yield ""
+    yield from stored_paragraphs(summary)
     if summary.get("roles_inferred"):
         yield "Roles inferred from the module tree (bertgraph has no record of this model type)."
         yield ""

@@ -142,6 +142,7 @@ def generate_report_lines(
         f"{figures.count(stats['trainable'])} of them trainable."
     )
     yield ""
+    yield from markdown.stored_paragraphs(stats)
     yield "## Module tree"
     yield ""
     yield (
