@@ -288,3 +288,17 @@ def _assumptions(
             "flops": f"dense tensor-core peak in {gpu.flops_dtype}, matmul FLOPs only",
         }
     return found
+
+
+def add_deployment(
+    report: dict[str, Any], graph: nx.DiGraph, sizes_list: Sequence[Mapping[str, int]], request: Request | None = None
+) -> dict[str, Any]:
+    """``report`` (:func:`~bertgraph.graph.costtable.cost_report`'s) with its ``deployment``, what that assumes
+    (``assumptions.deployment``) and its notes; an ONNX file's report as it is (no attention facts, no cache)."""
+    if from_onnx(graph):
+        return report
+    found, assumed, notes = deployment(graph, sizes_list, request)
+    report["deployment"] = found
+    report.setdefault("assumptions", {})["deployment"] = assumed
+    report.setdefault("notes", []).extend(notes)
+    return report

@@ -109,6 +109,6 @@ def custom_gpu(memory_gib: float, bandwidth_gb_per_s: float, tflops: float | Non
         round(memory_gib * GIB),
         round(bandwidth_gb_per_s * GB_PER_S),
         None if tflops is None else round(tflops * TFLOPS),
-        "as given",
-        "given on the command line",
+        "bfloat16",
+        "numbers given on the command line",
     )

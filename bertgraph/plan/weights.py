@@ -56,7 +56,7 @@ class Weights:
     """The weights a deployment holds: bytes in all and per part, and where the numbers come from."""
 
     scheme: str  # "bfloat16", "gptq (4-bit, group 128)", "int4 (AWQ GEMM, group 128)"
-    source: str  # "checkpoint headers", "quantization_config", "--weights"
+    source: str  # "the checkpoint's safetensors headers", "the config's quantization_config", "--weights int4", …
     bytes: int
     parts: dict[str, int]  # part (model/stored.py's PARTS) → bytes
     float_dtype: str  # what stays unquantized is in it, and what the model computes in
@@ -302,7 +302,12 @@ def from_checkpoint(graph: nx.DiGraph) -> Weights | None:
             f"({', '.join(extra['names'])}, …): counted, as the files hold them"
         )
     return Weights(
-        scheme, "checkpoint headers", total, {p: parts[p] for p in PARTS if p in parts}, float_dtype, notes=tuple(notes)
+        scheme,
+        "the checkpoint's safetensors headers",
+        total,
+        {p: parts[p] for p in PARTS if p in parts},
+        float_dtype,
+        notes=tuple(notes),
     )
 
 
@@ -386,11 +391,18 @@ def weights_for(
     if itemsize(chosen) is None:
         raise PlanError(f"no item size is known for {chosen!r}")
     tensors, kept, notes = planned_tensors(graph, config, chosen)
-    source = "--weights" if scheme is not None else "quantization_config" if config else "parameters"
+    if scheme is not None:
+        source = f"--weights {scheme}"
+    elif config:
+        source = "the config's quantization_config"
+    else:
+        stored = graph.graph.get(g.G_STORED_DTYPE)
+        why = "the config's torch_dtype" if stored else "as traced"
+        source = f"every parameter in {chosen} ({why})"
     if config is None:
         described = chosen
     elif scheme is not None:
-        described = f"{scheme} ({_describe(config)})"
+        described = f"{scheme}: {_describe(config)}"
     else:
         described = _describe(config)
     return Weights(

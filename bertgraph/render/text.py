@@ -7,6 +7,7 @@ from typing import Any
 
 from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures
+from bertgraph.render.deployment import deployment_sentences, deployment_table
 from bertgraph.render.escape import terminal_text
 
 
@@ -475,6 +476,11 @@ def generate_cost(report: dict[str, Any]) -> Iterable[str]:
     yield from planning_sentences(report)
     yield unsupported_sentence(report)
     yield ""
+    planned = deployment_table(report)
+    if planned is not None:
+        yield from table(planned[0], planned[1], [False] + [True] * (len(planned[0]) - 1))
+        yield from deployment_sentences(report)
+        yield ""
     headers, rows, right = cost_tree(report)
     yield from table(headers, rows, right)
     yield ""
