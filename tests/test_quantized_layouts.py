@@ -264,7 +264,7 @@ def write_checkpoint(folder: Path, config: dict[str, Any], library: str) -> Path
         inputs, outputs = _linear_sizes(module)
         tensors |= writer(name, inputs, outputs, module.bias is not None, float_dtype)
     for name, parameter in model.state_dict().items():
-        if name.rsplit(".", 1)[0] in converted or name.startswith("lm_head") and tied:
+        if name.rsplit(".", 1)[0] in converted or (name.startswith("lm_head") and tied):
             continue
         tensors[name] = torch.zeros(parameter.shape, dtype=float_dtype)
     folder.mkdir(parents=True)
