@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -16,6 +16,9 @@ from bertgraph import cache
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats, views
 from bertgraph.model import ModelSpec, resolve
+
+if TYPE_CHECKING:
+    from bertgraph.graph.compare import Comparison
 
 DEFAULT_DEPTH = 2
 
@@ -253,6 +256,51 @@ def trace(
         offline=offline,
     )
     return load(spec, use_cache=cache)
+
+
+def compare(
+    model_a: str,
+    model_b: str,
+    *,
+    head_a: str = "base",
+    head_b: str = "base",
+    seq_len: int | None = None,
+    batch: int = 1,
+    cache: bool = True,
+) -> Comparison:
+    """Compare two models aligned by role: config, architecture, parameters per part, cost at
+    ``batch`` × ``seq_len`` tokens and, when both are checkpoints, their tensors.
+
+    ``comparison.contract()`` is the ``diff --format json`` object.
+    """
+    specs = [
+        resolve(model, head, batch=batch, seq_len=seq_len) for model, head in ((model_a, head_a), (model_b, head_b))
+    ]
+    return compare_specs(specs[0], specs[1], seq_len or min(spec.seq_len for spec in specs), batch, use_cache=cache)
+
+
+def compare_specs(a: ModelSpec, b: ModelSpec, seq_len: int, batch: int = 1, *, use_cache: bool = True) -> Comparison:
+    """:func:`compare` of two resolved specs (each traced, or read from the graph cache, at its default example)."""
+    from dataclasses import replace
+
+    from bertgraph.graph.compare import Side
+    from bertgraph.graph.compare import compare as compare_graphs
+    from bertgraph.model.spec import DEFAULT_SEQ_LEN
+
+    names = [spec.name + (f" ({spec.head})" if spec.head != "base" else "") for spec in (a, b)]
+    if names[0] == names[1] and a.reference != b.reference:
+        names = [spec.reference + (f" ({spec.head})" if spec.head != "base" else "") for spec in (a, b)]
+    sides = []
+    for spec, name in zip((a, b), names):
+        # the graph of the size every other command traces, so the cache serves it: costs are polynomials
+        example = replace(spec, batch=1, seq_len=min(DEFAULT_SEQ_LEN, spec.max_positions or DEFAULT_SEQ_LEN))
+        sides.append(Side(name, load(example, use_cache=use_cache).graph, spec.config, spec.family.sizes))
+    comparison = compare_graphs(sides[0], sides[1], seq=seq_len, batch=batch)
+    if a.weights is not None and b.weights is not None:
+        from bertgraph.model.tensor_diff import compare_checkpoints
+
+        comparison.tensors = compare_checkpoints(a.weights, b.weights, (a.family.prefix, b.family.prefix))
+    return comparison
 
 
 def read_onnx(path: str | Path) -> Architecture:

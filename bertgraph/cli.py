@@ -37,10 +37,14 @@ HEAD_NAMES = (
     "causal-lm",
     "seq2seq-lm",
 )
-DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
-FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
+DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
+FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown", "tex", "drawio")
+# Formats Graphviz lays out: images, the page, and the editable ones drawn from its layout (render/editable.py).
+LAID_OUT = ("svg", "png", "pdf", "html", "tex", "drawio")
 MASKS_FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
+DIFF_FIGURES = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
+DIFF_FORMATS = (*TABLE_FORMATS, *DIFF_FIGURES)
 COST_DTYPES = ("float32", "float16", "bfloat16")
 # plan/weights.py's and plan/deploy.py's choices (kept here so --help imports nothing).
 WEIGHT_SCHEMES = ("float32", "bfloat16", "float16", "fp8", "int8", "int4")
@@ -121,14 +125,18 @@ def _mask_tokens(text: str) -> int:
     return value
 
 
-def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False) -> None:
-    parser.add_argument(
-        "model",
-        metavar="MODEL",
-        help="preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
-        "config.json, hub id (org/name or org/name@revision: config and safetensors headers fetched into the "
-        "Hugging Face cache, never weights), or a .onnx file",
-    )
+_MODEL_HELP = (
+    "preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
+    "config.json, hub id (org/name or org/name@revision: config and safetensors headers fetched into the "
+    "Hugging Face cache, never weights), or a .onnx file"
+)
+
+
+def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False, two: bool = False) -> None:
+    if two:
+        parser.add_argument("models", nargs="+", metavar="MODEL", help=f"one or two models: {_MODEL_HELP}")
+    else:
+        parser.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
     if head:
         parser.add_argument(
             "--head",
@@ -253,15 +261,35 @@ def build_parser() -> argparse.ArgumentParser:
     params.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     _output(params, False, "write to a file instead of standard output")
 
-    diff = commands.add_parser("diff", help="what one head adds or removes compared with another")
-    _common(diff, head=False)
-    diff.add_argument(
-        "--head", action="append", metavar="HEAD", help="give twice: --head A --head B (once: compared with base)"
+    diff = commands.add_parser(
+        "diff",
+        help="two models compared by role (config, architecture, parameters, cost, tensors), or two heads",
+        description="diff A B compares two models aligned by role: config fields, architecture (only what "
+        "differs), parameters per part, cost at --seq-len and --batch, and the tensors of two checkpoints. "
+        "diff MODEL --head X --head Y lists what one head adds or removes compared with another.",
     )
-    diff.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
-    _output(diff, False, "write to a file instead of standard output")
+    _common(diff, head=False, two=True)
+    diff.add_argument(
+        "--head",
+        action="append",
+        metavar="HEAD",
+        help="two models: the head of both; one model: give twice, --head A --head B (once: compared with base)",
+    )
+    diff.add_argument("--head-a", metavar="HEAD", help="the first model's head (two models)")
+    diff.add_argument("--head-b", metavar="HEAD", help="the second model's head (two models)")
+    diff.add_argument(
+        "--format",
+        choices=DIFF_FORMATS,
+        help="text, markdown, json, or a figure of two models: svg, png, pdf, dot, mermaid, html "
+        "(default: from the output suffix; else text)",
+    )
+    _output(
+        diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)"
+    )
 
-    render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT, Mermaid or an interactive HTML page")
+    render = commands.add_parser(
+        "render", help="diagram as SVG, PNG, PDF, DOT, Mermaid, an interactive HTML page, TikZ or draw.io"
+    )
     _common(render)
     render.add_argument("--compare", metavar="HEAD2", help="draw a second head beside the first")
     render.add_argument(
@@ -287,7 +315,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=EDGE_LABELS,
         help="shapes on every edge, only where the shape changes (default), or none",
     )
-    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
+    render.add_argument(
+        "--css",
+        type=_file_path,
+        metavar="FILE",
+        help="a style sheet that restyles the SVG or the page's drawings by role (.role-attention, .edge-residual, …)",
+    )
+    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html .tex .drawio)")
 
     cost = commands.add_parser("cost", help="FLOPs and memory per module, as formulas in batch and seq")
     _common(cost, lengths=True)
@@ -373,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     _hub_options(families, several=True)
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
-    _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
+    _output(families, True, "output file (.svg .png .pdf .dot .mmd .tex .drawio, or .md: Mermaid figure and table)")
 
     masks = commands.add_parser(
         "masks",
@@ -506,6 +540,7 @@ def _check_output(args: argparse.Namespace, *paths: Path, models: Sequence[str] 
     from bertgraph.model.spec import reference_files
 
     inputs = [file for model in (models or [args.model]) for file in reference_files(str(model))]
+    inputs += [args.css] if getattr(args, "css", None) is not None else []  # a style sheet is read too
     for path in paths:
         check_writable(path)
         refuse_inputs(path, inputs)
@@ -832,8 +867,19 @@ def _no_decoder(models: str | Sequence[str]) -> str:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from bertgraph.errors import BertgraphError
     from bertgraph.render import markdown, text
 
+    if len(args.models) > 2:
+        raise BertgraphError(f"diff compares two models, not {len(args.models)}: bertgraph diff A B")
+    if len(args.models) == 2:
+        return _diff_models(args)
+    args.model = args.models[0]
+    if args.head_a or args.head_b:
+        raise BertgraphError(
+            "--head-a and --head-b name the heads of two models (bertgraph diff A B --head-a X --head-b Y); "
+            "for two heads of one model give --head X --head Y"
+        )
     heads = args.head or []
     if len(heads) == 1:
         heads = ["base", heads[0]]
@@ -841,10 +887,91 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("diff needs two heads: --head A --head B (see 'bertgraph diff --help')")
     if _is_onnx(args):
         raise UsageError("diff compares two heads of one config; an .onnx file has one head: use summary or params")
+    if args.format in DIFF_FIGURES or _suffix_format(args) in DIFF_FIGURES:
+        raise BertgraphError(
+            "a diff figure draws two models (bertgraph diff A B -o diff.svg); two heads of one model are drawn "
+            "side by side with render --compare"
+        )
     _table_output(args)
     first, second = (_architecture(args, head) for head in heads)
     _emit(args, _tables(args.format, first.diff(second), text.generate_diff, markdown.generate_diff))
     return 0
+
+
+# A figure's suffixes, beside the tables' (.md and .json).
+_DIFF_SUFFIXES = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid"}
+_DIFF_SUFFIXES |= {".mermaid": "mermaid", ".html": "html", ".htm": "html", ".txt": "text", ".tex": "tex"}
+_DIFF_SUFFIXES |= {".drawio": "drawio"}
+
+
+def _suffix_format(args: argparse.Namespace) -> str | None:
+    if args.output is None:
+        return None
+    suffix = args.output.suffix.lower()
+    return _TABLE_SUFFIXES.get(suffix) or _DIFF_SUFFIXES.get(suffix)
+
+
+def _diff_models(args: argparse.Namespace) -> int:
+    """``diff A B``: two models compared by role, as tables, JSON or a figure."""
+    from bertgraph.api import compare_specs
+    from bertgraph.errors import BertgraphError
+    from bertgraph.files import write_atomic
+    from bertgraph.render import diff, graphviz_run
+
+    if args.head and (args.head_a or args.head_b):
+        raise BertgraphError("give --head (both models) or --head-a and --head-b, not both")
+    if args.head and len(args.head) > 1:
+        raise BertgraphError(
+            "with two models --head names the head of both, once; give each its own with --head-a X --head-b Y "
+            "(two heads of one model: bertgraph diff MODEL --head X --head Y)"
+        )
+    onnx = [model for model in args.models if str(model).lower().endswith(".onnx")]
+    if onnx:
+        raise BertgraphError(f"diff compares models by their configs; {onnx[0]} is an .onnx file: give its config")
+    implied = _suffix_format(args)
+    if args.format and implied and args.format != implied:
+        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    fmt = args.format or implied or "text"
+    if fmt in ("png", "pdf") and args.output is None:
+        raise BertgraphError(f"a {fmt} figure is binary: write it to a file with -o diff.{fmt}")
+    if args.output is not None:
+        _check_output(args, args.output, models=args.models)
+    if fmt in LAID_OUT:
+        graphviz_run.require_dot(args.output)
+    head = (args.head or ["base"])[0]
+    heads = (args.head_a or head, args.head_b or head)
+    specs = [_spec_of(args, model, model_head) for model, model_head in zip(args.models, heads)]
+    seq_len = args.seq_len or min(spec.seq_len for spec in specs)
+    comparison = compare_specs(specs[0], specs[1], seq_len, args.batch or 1, use_cache=not args.no_cache)
+    if fmt in TABLE_FORMATS:
+        _emit(args, diff.tables_text(comparison, fmt))
+        return 0
+    from bertgraph.render import diff_figure
+
+    data = diff_figure.figure(comparison, fmt)
+    if args.output is None:
+        _print_out(data if isinstance(data, str) else data.decode("utf-8"))
+        return 0
+    write_atomic(args.output, data)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _spec_of(args: argparse.Namespace, model: str, head: str) -> ModelSpec:
+    """One model of a diff, resolved with the command's overrides, checked at the size asked for."""
+    from bertgraph.model import resolve
+
+    return resolve(
+        model,
+        head,
+        overrides=_overrides(args),
+        batch=args.batch or 1,
+        seq_len=args.seq_len,
+        allow_pickle=args.allow_pickle,
+        attention=args.attention,
+        revision=args.revision,
+        offline=args.offline,
+    )
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -859,8 +986,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         for option, value in drawing_options:
             if value is not None:
                 raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
+    css = _style_sheet(args, fmt)
     _check_output(args, args.output)
-    if fmt in (*graphviz_run.FORMATS, "html"):
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None
@@ -875,9 +1003,24 @@ def cmd_render(args: argparse.Namespace) -> int:
         warn=_warn,
         annotate=args.annotate,
         edge_labels=args.edge_labels or "changes",
+        css=css,
     )
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _style_sheet(args: argparse.Namespace, fmt: str) -> str:
+    """The checked text of ``--css`` (empty without it), refused for formats no style sheet reaches."""
+    if args.css is None:
+        return ""
+    if fmt not in ("svg", "html"):
+        raise UsageError(
+            f"--css restyles an SVG or the .html page; a {fmt} file has its colours written in: "
+            "write .svg or .html, or leave --css out"
+        )
+    from bertgraph.render.restyle import read_style_sheet
+
+    return read_style_sheet(args.css)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -994,7 +1137,7 @@ def cmd_families(args: argparse.Namespace) -> int:
     from bertgraph.render import graphviz_run
     from bertgraph.render.families import DEFAULT_MODELS, write_families
 
-    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd or .md")
+    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd .tex .drawio or .md")
     if args.table is not None:
         if args.table.suffix.lower() != ".md":
             raise UsageError(f"--table writes Markdown: name a .md file, not {args.table.name}")
@@ -1004,7 +1147,7 @@ def cmd_families(args: argparse.Namespace) -> int:
             raise UsageError("--table and -o name the same file; give the table a name of its own")
     models = args.models or list(DEFAULT_MODELS)
     _check_output(args, *([args.output] if args.table is None else [args.output, args.table]), models=models)
-    if fmt in graphviz_run.FORMATS:
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
     # every reference checked (a hub id fetched) before any trace
     specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in models]

@@ -82,6 +82,11 @@ def test_fences_become_svg_mermaid_tables_and_a_page(
     assert f"{params['total']:,} parameters" in svgs[0] and "Linear 128 → 2" in svgs[0]
     assert 'fill="#0d1117"' in svgs[1]
     assert '[data-md-color-scheme="slate"] .bertgraph-auto' in first.page
+    # the first fence's style sheet (print.css beside the page), scoped to its drawing alone
+    scope = re.search(r'<div class="bertgraph bertgraph-auto (bertgraph-css-[0-9a-f]{8})">', first.page)
+    assert scope is not None and first.page.count(scope.group(1)) == 2
+    sheet = (PROJECT / "docs" / "print.css").read_text(encoding="utf-8").strip()
+    assert f"<style>.{scope.group(1)} {{\n{sheet}\n}}</style>" in first.page
     mermaid = re.search(r'<code class="language-mermaid">(.*?)</code>', first.page, re.DOTALL)
     assert mermaid and html.unescape(mermaid.group(1)).startswith("---\ntitle:")
     text = html.unescape(re.sub(r"<[^>]+>", "", first.page))

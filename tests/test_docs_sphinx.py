@@ -104,6 +104,11 @@ def test_html_inlines_svg_with_the_model_numbers(builds: dict[str, Build], trace
     assert '[data-theme="dark"] .bertgraph-auto' in page and "prefers-color-scheme: dark" in page
     assert re.search(r'<figcaption>\s*<p><span class="caption-text">bert-tiny with a <strong>classification', page)
     assert all(re.search(r'\sid="bg[0-9a-f]{8}-', svg) for svg in svgs)  # ids of their own on a shared page
+    # the first directive's style sheet (print.css beside the page), scoped to its drawing alone
+    scope = re.search(r'<div class="bertgraph bertgraph-auto (bertgraph-css-[0-9a-f]{8})">', page)
+    assert scope is not None and page.count(scope.group(1)) == 2
+    sheet = (PROJECT / "print.css").read_text(encoding="utf-8").strip()
+    assert f"<style>.{scope.group(1)} {{\n{sheet}\n}}</style>" in page
 
 
 def test_mermaid_goes_to_sphinxcontrib_mermaid_and_html_to_an_iframe(builds: dict[str, Build]) -> None:

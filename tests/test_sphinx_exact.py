@@ -187,6 +187,7 @@ def test_the_directive_takes_one_argument_with_spaces_and_no_content() -> None:
         *SIZE_OPTIONS,
         "seq-len",
         "batch",
+        "css",
         "alt",
         "align",
         "name",

@@ -79,7 +79,7 @@ def run(ctx: Context) -> dict[str, Series]:
     gated.token = "hf_nobody"
     stalled = server.repo("bench/stalled")
     stalled.add(files)
-    stalled.stall.add("model.safetensors")
+    stalled.stall.add("config.json")  # its HEAD unanswered: huggingface_hub would retry for minutes
     silent = SilentServer()
     homes = {name: ctx.work / f"hf-{name}" for name in ("warm", "cold", "fail")}
 

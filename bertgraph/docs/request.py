@@ -38,7 +38,10 @@ OPTIONS = (
     "seq-len",
     "batch",
     "figure",
+    "css",
 )
+# The formats a style sheet restyles (an SVG drawn into the page, and the interactive page's drawings).
+STYLED_FORMATS = ("svg", "html")
 
 
 class OptionError(BertgraphError):
@@ -73,6 +76,7 @@ class DiagramRequest:
     seq_len: int | None = None
     batch: int = 1
     figure: str = "diagram"
+    css: str = ""  # the text of the author's style sheet (render/restyle.py), checked when read
 
     def names(self) -> list[str]:
         """The models drawn: a figure of several takes them as :func:`model_names` splits them."""
@@ -187,6 +191,7 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         seq_len=_seq_len(values["seq-len"], figure) if values.get("seq-len") is not None else None,
         batch=_whole("batch", values.get("batch", 1), 1),
         figure=figure,
+        css=_style_sheet(values.get("css"), values.get("format", "svg")),
     )
     if request.compare and request.format in TEXT_FORMATS:
         # A table is one model's: a compared head would be traced and never shown.
@@ -208,6 +213,17 @@ def _seq_len(value: Any, figure: str) -> int:
         return _whole("seq-len", value, 1)
     limit = LIMITS["mask"]
     return _whole("seq-len", value, 1, limit.maximum, limit.why)
+
+
+def _style_sheet(path: Any, fmt: Any) -> str:
+    """The checked text of the ``css`` option's file (a path the builder resolved from the page), or ""."""
+    if path in (None, ""):
+        return ""
+    if str(fmt).strip() not in STYLED_FORMATS:
+        raise OptionError(f"css restyles the svg and html formats, not {str(fmt).strip()}; drop css or the format")
+    from bertgraph.render.restyle import read_style_sheet
+
+    return read_style_sheet(str(path))
 
 
 def _check_figure(figure: str, options: Mapping[str, Any], values: Mapping[str, Any]) -> None:

@@ -26,6 +26,7 @@ class Step:
 
     role: str
     text: str
+    module: str = ""  # a norm's module (a comparison tells a norm of the hidden states from one of queries and keys)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class _Group:
 
     role: str
     nodes: list[str]
+    module: str = ""  # the first module of the step
 
 
 SUBLAYERS = ("attention", "cross-attention", "feed-forward")
@@ -107,7 +109,7 @@ def _groups(graph: nx.DiGraph, nodes: list[str], layer: str) -> list[_Group]:
             continue
         if path not in of_path:
             if not (groups and groups[-1].role == role and role != "norm"):
-                groups.append(_Group(role, []))
+                groups.append(_Group(role, [], path))
             of_path[path] = groups[-1]
         of_path[path].nodes.append(node)
     return groups
@@ -170,7 +172,7 @@ def _group_step(graph: nx.DiGraph, group: _Group, nodes: list[str], hidden: int 
         first, last = _order(graph, group.nodes[0]), _order(graph, group.nodes[-1])
         return Step(group.role, _ffn_text(graph, [n for n in nodes if first <= _order(graph, n) <= last], hidden))
     if group.role == "norm":
-        return Step(group.role, _norm_text(graph, group.nodes))
+        return Step(group.role, _norm_text(graph, group.nodes), group.module)
     return Step(group.role, "self-attention" if group.role == "attention" else "cross-attention")
 
 

@@ -314,9 +314,10 @@ def _repo_lock(repo_id: str) -> Iterator[None]:
 
 def _fetch(reference: HubReference) -> None:
     """Fetch in a child process (:func:`fetch_main`), killed after :data:`FETCH_SECONDS`."""
-    root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in _site_folders():  # a source tree: the child imports this very bertgraph
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     # The user agent's extras cost a request of their own (an agent registry, kept in HF_HOME): the
     # fetch makes only the requests it needs.
@@ -348,6 +349,15 @@ def _fetch(reference: HubReference) -> None:
     if not (isinstance(answer, dict) and answer.get("commit")):
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise HubError(f"fetching {reference} failed (status {done.returncode}): {said[-1] if said else 'no message'}")
+
+
+def _site_folders() -> set[str]:
+    """Where the interpreter finds installed packages (never put first on a child's path: they
+    would come before the standard library)."""
+    import site
+
+    found = [*site.getsitepackages(), site.getusersitepackages()]
+    return {str(Path(folder).resolve()) for folder in found}
 
 
 class _CacheChanges:
@@ -566,8 +576,15 @@ def _range(url: str, start: int, count: int, timeout: Any) -> bytes:
 
 def _say(error: BaseException, reference: HubReference) -> str:
     """One line for what went wrong talking to the Hub, with what to do."""
-    import httpx2
     from huggingface_hub import errors
+
+    try:  # huggingface_hub 2's HTTP client, whose exceptions say the network failed
+        import httpx2
+
+        timeouts: tuple[type[BaseException], ...] = (TimeoutError, httpx2.TimeoutException)
+        transport: tuple[type[BaseException], ...] = (OSError, httpx2.TransportError)
+    except ImportError:
+        timeouts, transport = (TimeoutError,), (OSError,)
 
     if isinstance(error, errors.LocalEntryNotFoundError) and error.__cause__ is not None:
         return _say(error.__cause__, reference)  # hf_hub_download's wrapper of the answer that failed
@@ -584,12 +601,12 @@ def _say(error: BaseException, reference: HubReference) -> str:
         return f"{reference.repo_id} has no revision {reference.asked!r}; give a branch, tag or commit it has"
     if isinstance(error, errors.RemoteEntryNotFoundError):
         return f"{reference} lacks a file its file list names ({first_line(error)}); run again"
-    if isinstance(error, TimeoutError | httpx2.TimeoutException):
+    if isinstance(error, timeouts):
         return (
             f"no answer from {where} in time while fetching {reference}; check the network and HF_ENDPOINT, or set "
             "HF_HUB_OFFLINE=1 to use only models in the cache"
         )
-    if isinstance(error, httpx2.TransportError | OSError) and not isinstance(error, errors.HfHubHTTPError):
+    if isinstance(error, transport) and not isinstance(error, errors.HfHubHTTPError):
         return (
             f"cannot reach {where} to fetch {reference} ({one_line(first_line(error))}); check the network and "
             "HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use only models in the cache"

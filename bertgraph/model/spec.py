@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from bertgraph.model.fields import (
     ConfigRules,
     Field,
     check_config,
+    check_fields,
     problem,
 )
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
@@ -74,6 +76,12 @@ _EPSILON_SUFFIXES = ("_eps", "epsilon")
 # Sizes that may be zero (DeBERTa-v3 has no token types) and sizes that count layers.
 _MAY_BE_ZERO = frozenset({"type_vocab", "experts", "experts_per_token"})
 _LAYER_SIZES = frozenset({"layers", "decoder_layers"})
+# Sizes every model is built from: never left null, whatever a config class's default is (ESM's vocabulary).
+_NEEDED_SIZES = frozenset({"layers", "hidden", "heads", "vocab"})
+# Field names, by ending, that the modeling code divides by whatever their value: a layer pattern's
+# period (Jamba's ``attn_layer_period``: ``i % period``), or the groups experts are split into
+# (DeepSeek's ``n_group``). Not a sparse step: Switch derives 0 for no sparse layer, which its code allows.
+_DIVISOR_SUFFIXES = ("_period", "_layer_step", "_freq", "_interval", "window_pattern", "n_group", "expert_group")
 
 
 def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None = None) -> ConfigRules:
@@ -82,8 +90,10 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
     The family's size fields are counts bounded by their role's limit, with transformers'
     defaults (a size another gives, like GPT-2's ``n_inner``, may be ``null``); the
     activation field is a string; dropout and epsilon fields of ``config`` are
-    probabilities and non-negative numbers; the hidden size divides by the heads unless
-    each head's size is a field of its own, and the heads by the key/value heads.
+    probabilities and non-negative numbers; a layer pattern's period is a positive whole
+    number; the hidden size divides by the heads unless each head's size is a field of its
+    own (a record's type only: a type read off transformers has its model class's checks), and
+    the heads by the key/value heads; a token goes to no more experts than there are.
     """
     defaults = family.variants[model_type].defaults
     fields = dict(_COMMON_FIELDS)
@@ -93,7 +103,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
             default=defaults.get(name),
             role="layers" if size in _LAYER_SIZES else "size",
             minimum=0 if size in _MAY_BE_ZERO else 1,
-            nullable=size in family.fallbacks,
+            # A type read off transformers may leave a size to its code (DeepSeek-V2's experts per token).
+            nullable=size in family.fallbacks or (family.inferred and size not in _NEEDED_SIZES),
         )
     # The family's other fields with defaults: the activation, T5's head size, ModernBERT's period.
     for name, value in defaults.items():
@@ -110,16 +121,30 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         elif name.endswith(_EPSILON_SUFFIXES):
             # A record's families always set their epsilon; a type read off transformers may leave it to the code.
             fields.setdefault(name, Field("number", nullable=family.inferred))
+        elif name.endswith(_DIVISOR_SUFFIXES) and type((config or {})[name]) is int:
+            fields.setdefault(name, Field("count"))
     hidden, heads = family.sizes.get("hidden"), family.sizes.get("heads")
     divisible = []
     head_dim = family.head_dim
     no_head_dim = head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None)
-    if hidden and heads and no_head_dim:
+    # A type read off transformers has its model class's own size checks, made when it is built
+    # (BERT's refuses such a hidden size; LLaMA's takes heads of hidden // heads): none is added here.
+    if hidden and heads and no_head_dim and not family.inferred:
         divisible.append((hidden, heads))
     if heads and "kv_heads" in family.sizes:
         divisible.append((heads, family.sizes["kv_heads"]))
     vocab = family.sizes.get("vocab")
-    return ConfigRules(fields=fields, divisible=tuple(divisible), below=(("pad_token_id", vocab),) if vocab else ())
+    routed = (
+        (family.sizes["experts_per_token"], family.sizes["experts"])
+        if {"experts", "experts_per_token"} <= set(family.sizes)
+        else None
+    )
+    return ConfigRules(
+        fields=fields,
+        divisible=tuple(divisible),
+        below=(("pad_token_id", vocab),) if vocab else (),
+        at_most=(routed,) if routed else (),
+    )
 
 
 BERT_RULES = rules_for(BY_NAME["bert"], "bert", {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})
@@ -156,6 +181,8 @@ class ModelSpec:
             checkpoint's, or a hub model's fetched without its weights); ``None``: none known.
         remote_code: the classes the config's ``auto_map`` names, which bertgraph never runs (the
             model is built from transformers' own classes for its ``model_type``).
+        inputs: the inputs the model is given, of those its head takes (an ONNX export's: what
+            the type's tokenizer gives, so RoBERTa's has no ``token_type_ids``); ``None``: all of them.
     """
 
     reference: str
@@ -174,6 +201,7 @@ class ModelSpec:
     dtype: str | None = None
     checkpoint: Checkpoint | None = None
     remote_code: tuple[str, ...] = ()
+    inputs: tuple[str, ...] | None = None
 
     @property
     def family(self) -> Family:
@@ -191,12 +219,13 @@ class ModelSpec:
     @property
     def input_names(self) -> tuple[str, ...]:
         """The example inputs, in the order the model takes them."""
-        return self.family.input_names(self.head, self.config)
+        return tuple(self.input_dims)
 
     @property
     def input_dims(self) -> dict[str, tuple[str, ...]]:
         """Input name → its dimension names (``("batch", "seq")``)."""
-        return self.family.input_dims(self.head, self.config)
+        dims = self.family.input_dims(self.head, self.config)
+        return dims if self.inputs is None else {name: dims[name] for name in dims if name in self.inputs}
 
     @property
     def dim_names(self) -> tuple[str, ...]:
@@ -655,18 +684,22 @@ def normalise(config: dict[str, Any], family: Family, origin: Path) -> dict[str,
 
     transformers reads an alias (BART's ``num_hidden_layers``) as the field it stands for, so
     the two must agree; the alias is dropped, so that an override of the field is not undone.
+    A type read off transformers keeps its aliases: its config class reads them as it would
+    from config.json, after deriving fields (UMT5's decoder depth follows ``num_layers``, not
+    its alias), and an override drops them (:func:`apply_overrides`).
     """
     result = dict(config)
     for alias, name in family.aliases.items():
         if alias not in result:
             continue
-        value = result.pop(alias)
+        value = result[alias] if family.inferred else result.pop(alias)
         if name in result and result[name] != value:
             raise ConfigError(
                 f"{origin}: {alias} {value!r} and {name} {result[name]!r} name the same size; "
                 "remove one or make them agree"
             )
-        result[name] = value
+        if not family.inferred:
+            result[name] = value
     return result
 
 
@@ -682,7 +715,10 @@ def apply_overrides(config: dict[str, Any], overrides: dict[str, int], family: F
             continue
         for size in OVERRIDE_SIZES[option]:
             if size in family.sizes:
-                result[family.sizes[size]] = value
+                name = family.sizes[size]
+                result[name] = value
+                for alias in [alias for alias, field in family.aliases.items() if field == name]:
+                    result.pop(alias, None)  # read after the field, it would undo the override
     return result
 
 
@@ -697,13 +733,25 @@ def validate_config(
 
     Errors name the file and field, or the command-line option that set the field
     (``set_by``: field → option). The config is completed with what transformers would
-    default (and, for a head that finds the last token by padding, a padding token), so
-    the spec is complete and hashable as JSON.
+    default — for a type read off transformers, by its own config class, which derives what
+    follows from the fields given — (and, for a head that finds the last token by padding, a
+    padding token), so the spec is complete and hashable as JSON.
     """
     set_by = set_by or {}
     family = family or family_for(config, origin)
     rules = rules_for(family, config["model_type"], config)
-    check_config(config, rules, lambda name: set_by.get(name, str(origin)), prepare=lambda c: _fill(c, family))
+
+    def where(name: str) -> str:
+        return set_by.get(name, str(origin))
+
+    if family.inferred:
+        check_fields(config, rules, where)  # the values as written, before transformers reads them
+        _as_transformers_makes(config, family, origin)
+        # Checked again as transformers completed them; fields known by their name's ending are still
+        # those written (Switch derives a sparse step of 0 for no sparse layer, which its code allows).
+        check_config(config, rules, where)
+    else:
+        check_config(config, rules, where, prepare=lambda c: _fill(c, family))
     _check_rope(config, origin)
     labels = config.get("id2label")
     if isinstance(labels, dict):
@@ -744,6 +792,54 @@ def _check_rope(config: Mapping[str, Any], origin: Path) -> None:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _as_transformers_makes(config: dict[str, Any], family: Family, origin: Path) -> None:
+    """A config of a type read off transformers, completed in place by the type's own config class
+    (:func:`~bertgraph.model.families.generic.derived_config`): aliases under their field's name,
+    derived fields derived, every other field at the class's default — never a default of bertgraph's."""
+    from bertgraph.model.families.generic import derived_config
+
+    model_type = config["model_type"]
+    try:
+        made = derived_config(model_type, config_kwargs(config))
+    except Exception as error:
+        raise ConfigError(
+            f"{origin}: transformers cannot make a {model_type} config of this one: {first_line(error)}"
+            + zero_divisors(config, error)
+        ) from error
+    config.clear()
+    config.update(made)
+    kv, heads = family.sizes.get("kv_heads"), family.sizes.get("heads")
+    if kv and heads and kv in config and isinstance(config.get("kv_lora_rank"), int):
+        # Latent attention (DeepSeek's) expands its keys and values to every query head: the key/value
+        # heads are the query heads. transformers reads this field only for heads // it, which its sdpa
+        # path repeats the keys by when a padding mask is given (a broadcast error for 4 heads of 2).
+        config[kv] = config[heads]
+
+
+def zero_divisors(config: Mapping[str, Any], error: BaseException) -> str:
+    """For a division by zero in transformers' code, the fields of ``config`` the failing line reads
+    that are 0, as advice (``" (attn_layer_period is 0: make it positive)"``); ``""`` otherwise."""
+    import traceback
+
+    if not isinstance(error, ZeroDivisionError) or error.__traceback__ is None:
+        return ""
+    line = traceback.extract_tb(error.__traceback__)[-1].line or ""
+    read = re.findall(r"\.(\w+)", line)
+    zero = sorted({name for name in read if type(config.get(name)) is int and config[name] == 0})
+    if not zero:
+        return ""
+    return f" ({', '.join(zero)} {'is' if len(zero) == 1 else 'are'} 0, which the model divides by: make it positive)"
+
+
+# What config.json holds besides the config class's arguments.
+_NOT_KWARGS = ("auto_map", "architectures", "transformers_version", "model_type")
+
+
+def config_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """config.json content as config-class keyword arguments, without remote-code hooks."""
+    return {k: v for k, v in config.items() if k not in _NOT_KWARGS}
 
 
 def _fill(config: dict[str, Any], family: Family) -> None:

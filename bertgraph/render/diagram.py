@@ -37,6 +37,7 @@ class Node:
     shape: str  # "module", "op" or "io"
     highlight: bool = False
     heat: int | None = None  # the bin of the annotated figure's share (annotated diagrams only)
+    base: str = ""  # the kind before attention refined it (a layer coloured as its self-attention: "block")
 
 
 @dataclass(frozen=True)
@@ -363,6 +364,7 @@ class _Labeller:
                 f"{role} {node_id}: {shape_text} {data.get(g.DTYPE, '')}",
                 kind,
                 "io",
+                base=base_kind,
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
@@ -380,7 +382,7 @@ class _Labeller:
             tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
             if params:
                 tooltip += f"\n{figures.count(params)} parameters: {', '.join(data.get(g.PARAM_NAMES, [])[:4])}"
-            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
+            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op", base=base_kind)
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
             title = _own_ops_title(data, role, self.family)
@@ -399,7 +401,7 @@ class _Labeller:
                 + (f" ({data[g.MODULE_TYPE]})" if data.get(g.MODULE_TYPE) else "")
                 + f": {', '.join(ops)}\noutput {shape_text}"
             )
-            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
+            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op", base=base_kind)
         info = self.info(module)
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
         # A file may not name its module types (TorchScript-exported ONNX): then the line says the rest, or nothing.
@@ -433,7 +435,7 @@ class _Labeller:
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
         shown = tuple(line for line in module_lines if line)  # an empty line is an empty <font>, which DOT refuses
         title = roles.module_title(self.graph, module) or self.short_name(module)
-        return Node(node_id, title, shown, tooltip + fold_note, kind, "module")
+        return Node(node_id, title, shown, tooltip + fold_note, kind, "module", base=base_kind)
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
@@ -684,7 +686,7 @@ def build_diagram(
         elif has_head and data.get(g.KIND) not in (g.INPUT, g.OUTPUT):
             highlight_node = not in_backbone(module, backbone)
         node = labeller.node(node_id, data, node_id in residual_targets)
-        node = Node(f"{prefix}{node.id}", node.title, node.lines, node.tooltip, node.kind, node.shape, highlight_node)
+        node = replace(node, id=f"{prefix}{node.id}", highlight=highlight_node)
         if annotator is not None and data.get(g.KIND) not in (g.INPUT, g.OUTPUT):
             in_fold = not (data.get(g.KIND) == g.MODULE_NODE and not data.get(g.OWN_OPS) and folded_here(module))
             node = annotator.annotate(node, data, in_fold)

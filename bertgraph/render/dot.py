@@ -24,6 +24,7 @@ from bertgraph.render.diagram import (
     residual_label,
 )
 from bertgraph.render.escape import dot_html, dot_id, dot_string
+from bertgraph.render.ids import ElementIds, class_text, look_classes
 
 FONT = "Helvetica,Arial,sans-serif"
 
@@ -61,9 +62,30 @@ def _cluster_label(cluster: Cluster) -> str:
     return f'<{dot_html(first)}<br align="left"/>{dot_html(parts[1])}<br align="left"/>>'  # left, as labeljust
 
 
-def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
+def node_classes(node: Node) -> list[str]:
+    """A box's classes: its role and kind, its heat bin when annotated, ``added`` when highlighted."""
+    classes = look_classes(node.kind, node.base)
+    classes += [f"heat-{node.heat}"] if node.heat is not None else []
+    return classes + (["added"] if node.highlight else [])
+
+
+def cluster_classes(cluster: Cluster) -> list[str]:
+    return [f"cluster-{cluster.role}"] + (["added"] if cluster.highlight else [])
+
+
+def cluster_name(cluster: Cluster) -> str:
+    """The name a frame's id comes from: its module path, or for the backbone, head and variant frames a
+    name no module has (``bertgraph.head``, not the ``head`` module some models have)."""
+    if cluster.role in ("backbone", "head", "variant") and cluster.id.endswith(cluster.role):
+        return cluster.id[: -len(cluster.role)] + "bertgraph." + cluster.role
+    return cluster.id
+
+
+def _node_line(node: Node, colours: dict[str, Any], ident: str, element: str) -> str:
     palette = colours["kinds"][node.kind] if node.heat is None else colours["heat"][node.heat]
     attrs: dict[str, str | float] = {
+        "id": element,
+        "class": class_text(node_classes(node)),
         "label": _node_label(node, colours),
         "tooltip": node.tooltip,
         "fillcolor": palette.fill,
@@ -81,9 +103,11 @@ def _node_line(node: Node, colours: dict[str, Any], ident: str) -> str:
     return f"{dot_string(ident)} {_attrs(**attrs)}"
 
 
-def _cluster_lines(cluster: Cluster, colours: dict[str, Any]) -> list[str]:
+def _cluster_lines(cluster: Cluster, colours: dict[str, Any], element: str) -> list[str]:
     fill, border, width = style.cluster_look(cluster.role, cluster.highlight, colours)
     return [
+        f"id={dot_string(element)}",
+        f"class={dot_string(class_text(cluster_classes(cluster)))}",
         f"label={_cluster_label(cluster)}",
         f"tooltip={dot_string(cluster.title)}",
         'style="rounded,filled"',
@@ -162,11 +186,14 @@ def generate_lines(
     dpi: int | None = None,
     ids: dict[str, str] | None = None,
     edge_xlabels: bool = False,
+    element_ids: dict[str, str] | None = None,
 ) -> Iterable[str]:
     """DOT source lines for ``diagram``.
 
     ``ids``, when given, is filled with the DOT id of every node and cluster (Graphviz
-    writes them into the SVG's ``<title>`` elements, which is how a viewer finds them).
+    writes them into the SVG's ``<title>`` elements). ``element_ids`` is filled with the
+    stable id (:mod:`bertgraph.render.ids`) of every node, by the diagram's node id: Graphviz
+    writes it as the ``id`` of the node's SVG group, which is how a viewer finds it.
     ``edge_xlabels`` places edge labels after layout instead of giving them ranks of their
     own: a large drawing lays out several times faster, at the cost of labels that may
     sit less neatly.
@@ -211,6 +238,8 @@ def generate_lines(
     def ident(name: str) -> str:
         return dot_id(name, ids)
 
+    elements = ElementIds()
+
     # Graphviz places the clusters of one rank right to left in the order they are written
     # (measured on every encoder-decoder at depths 2-4): the right-hand stack goes first.
     righthand: set[str | None] = set()
@@ -229,21 +258,22 @@ def generate_lines(
         nodes = nodes_in.get(parent, [])
         for node in nodes:
             if node.id not in last or parent is None:
-                yield indent + _node_line(node, colours, ident(node.id))
+                yield indent + _node_line(node, colours, ident(node.id), elements(node.id))
         for cluster in sorted(children.get(parent, []), key=lambda c: c.id not in righthand):
             yield f"{indent}subgraph {dot_string('cluster_' + ident('cluster ' + cluster.id))} {{"
-            for line in _cluster_lines(cluster, colours):
+            for line in _cluster_lines(cluster, colours, elements(cluster_name(cluster))):
                 yield f"{indent}  {line}"
             yield from emit(cluster.id, indent + "  ")
             yield f"{indent}}}"
         for node in nodes:
             if node.id in last and parent is not None:
-                yield indent + _node_line(node, colours, ident(node.id))
+                yield indent + _node_line(node, colours, ident(node.id), elements(node.id))
 
     yield from emit(None, "  ")
     for edge in diagram.edges:
         label_key = "xlabel" if edge_xlabels else "label"
-        attrs: dict[str, str | float] = {label_key: f" {edge.label} "} if edge.label else {}
+        attrs: dict[str, str | float] = {"id": elements.edge(edge.source, edge.target), "class": f"edge-{edge.style}"}
+        attrs.update({label_key: f" {edge.label} "} if edge.label else {})
         if edge.style == "residual":
             attrs.update({"style": "dashed", label_key: f" {residual_label(edge.label)} "})
         elif edge.style == "mask":
@@ -251,8 +281,7 @@ def generate_lines(
         elif edge.style == "cross":
             # Ranked like every edge: the decoder's cross-attention sits below the encoder's output.
             attrs.update({"style": "bold", "color": colours["kinds"]["attention-cross"].border, "weight": "0"})
-        suffix = f" {_attrs(**attrs)}" if attrs else ""
-        yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
+        yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))} {_attrs(**attrs)}"
     for group in diagram.same_rank:
         yield "  { rank=same; " + " ".join(dot_string(ident(n)) + ";" for n in group) + " }"
     for above, under in diagram.below:
@@ -261,6 +290,8 @@ def generate_lines(
     if diagram.bottom:
         yield "  { rank=max; " + " ".join(dot_string(ident(n)) + ";" for n in diagram.bottom) + " }"
     yield "}"
+    if element_ids is not None:
+        element_ids.update({node.id: elements(node.id) for node in diagram.nodes})
 
 
 def generate_dot(

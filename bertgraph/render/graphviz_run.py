@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 from bertgraph.errors import RenderError
 
@@ -59,10 +60,15 @@ def render(dot_source: str, fmt: str) -> bytes:
     Raises:
         RenderError: dot is missing or rejects the source.
     """
-    import graphviz
-
     if fmt not in FORMATS:
         raise RenderError(f"unknown image format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    data = _run(dot_source, fmt)
+    return _fixed_pdf_date(data) if fmt == "pdf" else data
+
+
+def _run(dot_source: str, fmt: str) -> bytes:
+    import graphviz
+
     try:
         data = graphviz.pipe("dot", fmt, dot_source.encode("utf-8"), quiet=True)
     except graphviz.ExecutableNotFound as error:
@@ -70,7 +76,25 @@ def render(dot_source: str, fmt: str) -> bytes:
     except graphviz.CalledProcessError as error:
         stderr = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise RenderError(f"Graphviz failed: {stderr[0] if stderr else error}") from error
-    return _fixed_pdf_date(data) if fmt == "pdf" else data
+    return bytes(data)
+
+
+def laid_out(dot_source: str) -> dict[str, Any]:
+    """Graphviz's layout of ``dot_source`` as data (``dot -Tjson``: positions, sizes, splines, every
+    drawing operation), read by :mod:`bertgraph.render.layout`.
+
+    Raises:
+        RenderError: dot is missing or rejects the source.
+    """
+    import json
+
+    try:
+        data = json.loads(_run(dot_source, "json"))
+    except ValueError as error:  # a dot that writes no JSON (built without it) says so here
+        raise RenderError(f"Graphviz gave no layout to read: {error}") from error
+    if not isinstance(data, dict):
+        raise RenderError("Graphviz gave no layout to read")
+    return data
 
 
 def _fixed_pdf_date(data: bytes) -> bytes:

@@ -99,13 +99,16 @@ def _legend() -> str:
 
 
 def dot_source(models: Sequence[ModelMasks], dpi: int | None = None) -> str:
-    """The figure as DOT: a legend, then one row of grids per model."""
+    """The figure as DOT: a legend, then one row of grids per model (each with a stable id from its name)."""
+    from bertgraph.render.ids import ElementIds
+
+    ids = ElementIds()
     lines = [
         "digraph masks {",
         f'  graph [rankdir=TB, bgcolor="white", nodesep=0.3, ranksep=0.25{f", dpi={dpi}" if dpi else ""}];',
         '  node [shape=plaintext, fontname="Helvetica", fontsize=11, margin=0];',
         "  edge [style=invis];",
-        f"  legend [label=<{_legend()}>];",
+        f'  legend [id="{ids("masks.legend")}", class="role-legend", label=<{_legend()}>];',
     ]
     previous = "legend"
     for number, entry in enumerate(models):
@@ -113,7 +116,7 @@ def dot_source(models: Sequence[ModelMasks], dpi: int | None = None) -> str:
         name = f'<FONT POINT-SIZE="14"><B>{dot_html(entry.model)}</B></FONT>'
         header = f'<TR><TD ALIGN="LEFT" COLSPAN="{max(1, len(entry.masks))}">{name}</TD></TR>'
         label = f'<TABLE BORDER="0" CELLSPACING="8">{header}<TR>{grids or "<TD>no attention</TD>"}</TR></TABLE>'
-        lines.append(f"  model{number} [label=<{label}>];")
+        lines.append(f'  model{number} [id="{ids(entry.model + ".masks")}", class="role-masks", label=<{label}>];')
         lines.append(f"  {previous} -> model{number};")
         previous = f"model{number}"
     lines.append("}")

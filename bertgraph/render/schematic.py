@@ -16,6 +16,8 @@ from bertgraph.graph.schematic import Column, Step, columns
 from bertgraph.render.escape import dot_html as esc
 from bertgraph.render.escape import mermaid_front_matter
 from bertgraph.render.escape import mermaid_text as mm
+from bertgraph.render.ids import ElementIds, class_text, look_classes
+from bertgraph.render.style import ATTENTION_COLOURS
 
 EMBEDDING = "#e1d5e7"
 COLOURS = {"norm": "#fff2cc", "attention": "#dae8fc", "cross-attention": "#f8cecc", "feed-forward": "#d5e8d4"}
@@ -23,44 +25,88 @@ ORDER = {"encoder-only": 0, "decoder-only": 1, "encoder-decoder": 2}
 FONT = 11
 
 
-def _box(ident: str, text: str, fill: str = "white") -> str:
+def _box(ident: str, text: str, fill: str = "white", marks: str = "") -> str:
     # " · " breaks a box's text into lines: narrow columns keep the figure's text large when scaled.
     label = "<br/>".join(esc(part) for part in text.split(" · "))
-    return f'  "{ident}" [label=<{label}>, fillcolor="{fill}"];'
+    return f'  "{ident}" [label=<{label}>, fillcolor="{fill}"{marks}];'
 
 
-def _column(prefix: str, column: Column, position: str) -> Iterable[str]:
+# The classes of a step's box (render/ids.py): the diagrams' roles, so one style sheet restyles both.
+STEP_CLASSES = {
+    "norm": ["role-normalisation"],
+    "attention": ["role-attention"],
+    "cross-attention": ["role-attention", "kind-cross"],
+    "feed-forward": ["role-feed-forward"],
+    "residual": ["role-residual"],
+}
+
+
+class Marks:
+    """Stable ids (from the model's name, the stack and the step) and classes for the schematic's DOT."""
+
+    def __init__(self) -> None:
+        self.ids = ElementIds()
+        self.names: dict[str, str] = {}  # DOT name → the name its id is made from
+
+    def __call__(self, ident: str, name: str, classes: list[str]) -> str:
+        self.names[ident] = name
+        return f', id="{self.ids(name)}", class="{class_text(classes)}"'
+
+    def frame(self, name: str, classes: list[str]) -> str:
+        return f' id="{self.ids(name)}"; class="{class_text(classes)}";'
+
+    def edge(self, source: str, target: str, classes: list[str]) -> str:
+        return f'id="{self.ids.edge(self.names[source], self.names[target])}", class="{class_text(classes)}"'
+
+
+def _attention_classes(column: Column) -> list[str]:
+    """Self-attention's classes: its kind when every layer has the same one."""
+    if len(column.pattern) != 1:
+        return ["role-attention"]
+    kind = column.pattern[0].split("(", 1)[0]
+    return look_classes(ATTENTION_COLOURS.get(kind, "attention"))
+
+
+def _column(prefix: str, column: Column, position: str, marks: Marks, model: str) -> Iterable[str]:
     """One stack: tokens, embeddings, the framed layer with its residuals, final norm, output."""
-    yield f'  subgraph "cluster_{prefix}" {{ label=<{esc(column.kind)}>; style="rounded"; color="#999999";'
-    yield _box(f"{prefix}in", "tokens")
+    base = f"{model}.{column.kind}"
+    yield (
+        f'  subgraph "cluster_{prefix}" {{ label=<{esc(column.kind)}>; style="rounded"; color="#999999";'
+        + marks.frame(base, ["cluster-stack"])
+    )
+    yield _box(f"{prefix}in", "tokens", marks=marks(f"{prefix}in", f"{base}.tokens", ["role-io"]))
     embeddings = "embeddings · " + position.replace(", ", " · ") + " · LayerNorm" * column.embedding_norm
-    yield _box(f"{prefix}emb", embeddings, EMBEDDING)
+    yield _box(f"{prefix}emb", embeddings, EMBEDDING, marks(f"{prefix}emb", f"{base}.embeddings", ["role-embedding"]))
     yield (
         f'  subgraph "cluster_{prefix}layer" {{ label=<{esc(_times(column))}>; labeljust=r; style="dashed";'
-        ' color="#555555";'
+        ' color="#555555";' + marks.frame(f"{base}.layer", ["cluster-layer"])
     )
     for number, step in enumerate(column.steps):
+        classes = _attention_classes(column) if step.role == "attention" else STEP_CLASSES.get(step.role, [])
+        mark = marks(f"{prefix}s{number}", f"{base}.layer.{number}-{step.role}", classes)
         if step.role == "residual":
             yield (
                 f'  "{prefix}s{number}" [label="+", shape=circle, width=0.22, height=0.22, fixedsize=true,'
-                ' fillcolor="white"];'
+                f' fillcolor="white"{mark}];'
             )
             continue
-        yield _box(f"{prefix}s{number}", _step_text(column, step), COLOURS.get(step.role, "white"))
+        yield _box(f"{prefix}s{number}", _step_text(column, step), COLOURS.get(step.role, "white"), mark)
     yield "  }"
     if column.final_norm:
-        yield _box(f"{prefix}fn", "final norm", COLOURS["norm"])
+        mark = marks(f"{prefix}fn", f"{base}.norm", ["role-normalisation"])
+        yield _box(f"{prefix}fn", "final norm", COLOURS["norm"], mark)
     output = "encoder output" if column.kind == "encoder" else "next-token logits"
-    yield _box(f"{prefix}out", output, "white")
+    yield _box(f"{prefix}out", output, "white", marks(f"{prefix}out", f"{base}.output", ["role-io"]))
     yield "  }"
     chain = [f"{prefix}in", f"{prefix}emb"] + [f"{prefix}s{n}" for n in range(len(column.steps))]
     chain += [f"{prefix}fn"] * column.final_norm + [f"{prefix}out"]
     for a, b in itertools.pairwise(chain):
-        yield f'  "{a}" -> "{b}";'
+        yield f'  "{a}" -> "{b}" [{marks.edge(a, b, ["edge-data"])}];'
     for source, residual in column.skips:
         start = f"{prefix}emb" if source < 0 else f"{prefix}s{source}"
         # the residual path: drawn beside the chain, it must not pull the boxes apart
-        yield f'  "{start}" -> "{prefix}s{residual}" [style=dashed, color="#888888", weight=0];'
+        edge = marks.edge(start, f"{prefix}s{residual}", ["edge-residual"])
+        yield f'  "{start}" -> "{prefix}s{residual}" [style=dashed, color="#888888", weight=0, {edge}];'
 
 
 def _times(column: Column) -> str:
@@ -112,14 +158,18 @@ def generate_lines(graphs: Sequence[nx.DiGraph], dpi: int | None = None) -> Iter
         'height=0.3, margin="0.08,0.03"];'
     )
     yield '  edge [arrowsize=0.6, color="#444444"];'
+    marks = Marks()
     for number, (kind, cols) in enumerate(built):
         position = ", ".join(kind["position"]) or "no position"
-        yield f'  subgraph "cluster_m{number}" {{ style="rounded"; color="#333333";'
+        model = str(kind["model"])
+        frame = marks.frame(model, ["cluster-model"])
+        yield f'  subgraph "cluster_m{number}" {{ style="rounded"; color="#333333";{frame}'
         # the caption heads the model's columns; all captions share the top rank, so a tall caption
         # never stretches another model's column (dot gives every rank one height across the figure)
-        yield f'  "m{number}cap" [shape=plaintext, style="", label=<{_caption(kind, cols)}>, ordering=out];'
+        caption = marks(f"m{number}cap", f"{model}.caption", ["role-caption"])
+        yield f'  "m{number}cap" [shape=plaintext, style="", label=<{_caption(kind, cols)}>, ordering=out{caption}];'
         for side, column in enumerate(cols):
-            yield from _column(f"m{number}c{side}", column, position)
+            yield from _column(f"m{number}c{side}", column, position, marks, model)
         for side in range(len(cols)):
             # out-edges in declaration order, left to right (ordering=out): the encoder left of the decoder
             # a decoder fed by an encoder starts as low as its cross-attention needs (weight 0: no pull up)
@@ -128,7 +178,8 @@ def generate_lines(graphs: Sequence[nx.DiGraph], dpi: int | None = None) -> Iter
         if len(cols) == 2:
             cross = [n for n, s in enumerate(cols[1].steps) if s.role == "cross-attention"]
             for n in cross:  # keys and values of every decoder layer's cross-attention: the encoder's output
-                yield f'  "m{number}c0out" -> "m{number}c1s{n}" [color="#b85450"];'
+                edge = marks.edge(f"m{number}c0out", f"m{number}c1s{n}", ["edge-cross"])
+                yield f'  "m{number}c0out" -> "m{number}c1s{n}" [color="#b85450", {edge}];'
         yield "  }"
     yield "  { rank=same; " + " ".join(f'"m{n}cap";' for n in range(len(built))) + " }"
     yield "}"
@@ -161,11 +212,26 @@ def _caption(kind: dict[str, Any], cols: list[Column]) -> str:
     return "<br/>".join(marked)
 
 
+def column_lines(prefix: str, column: Column, position: str, marks: Marks, model: str) -> Iterable[str]:
+    """One stack's DOT lines, node ids starting with ``prefix``, element ids from ``model`` (one ``Marks``
+    per drawing keeps them unique): for figures made of these columns (the diff)."""
+    return _column(prefix, column, position, marks, model)
+
+
+def caption_label(kind: dict[str, Any], cols: list[Column]) -> str:
+    """A model's caption as a Graphviz label, for figures made of these columns."""
+    return _caption(kind, cols)
+
+
 def schematic_text(graphs: Sequence[nx.DiGraph], fmt: str) -> str | bytes:
-    """The schematic as dot, svg, png or pdf."""
+    """The schematic as dot, svg, png, pdf, tex or drawio."""
     from bertgraph.render import PNG_DPI, graphviz_run
 
     source = "\n".join(generate_lines(graphs, PNG_DPI if fmt == "png" else None)) + "\n"
+    if fmt in ("tex", "drawio"):
+        from bertgraph.render.editable import editable_text
+
+        return editable_text(source, fmt, "families schematic")
     return source if fmt == "dot" else graphviz_run.render(source, fmt)
 
 
@@ -206,11 +272,18 @@ def _mermaid_edges(prefix: str, column: Column) -> Iterable[str]:
         yield f"  {prefix + 'emb' if source < 0 else f'{prefix}s{source}'} -.-> {prefix}s{residual}"
 
 
-def mermaid_lines(graphs: Sequence[nx.DiGraph]) -> Iterable[str]:
-    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT."""
-    built = sorted((columns(graph) for graph in graphs), key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+def mermaid_lines(graphs: Sequence[nx.DiGraph], title: str | None = None, in_order: bool = False) -> Iterable[str]:
+    """The schematic as a Mermaid flowchart: the same columns, order, colours and captions as the DOT.
+
+    ``title``: the figure's own (default: the models named); ``in_order``: the models left to right
+    as given, not by structure (a comparison keeps its first model left).
+    """
+    built = [columns(graph) for graph in graphs]
+    if not in_order:
+        built.sort(key=lambda kc: ORDER.get(kc[0]["structure"], 3))
+    title = title or "families schematic: " + ", ".join(kind["model"] for kind, _ in built)
     yield "---"
-    yield f"title: {mermaid_front_matter('families schematic: ' + ', '.join(kind['model'] for kind, _ in built))}"
+    yield f"title: {mermaid_front_matter(title)}"
     yield "---"
     yield "flowchart TB"
     edges: list[str] = []
