@@ -283,9 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="text, markdown, json, or a figure of two models: svg, png, pdf, dot, mermaid, html "
         "(default: from the output suffix; else text)",
     )
-    _output(
-        diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)"
-    )
+    _output(diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)")
 
     render = commands.add_parser(
         "render", help="diagram as SVG, PNG, PDF, DOT, Mermaid, an interactive HTML page, TikZ or draw.io"
@@ -1030,18 +1028,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
+    request = _deployment_request(args)
     plot_file = report.plot_path(args.output)
-    _check_output(args, args.output, plot_file)
-    _refuse_foreign_companion(args.output, plot_file, "plot", "report")
+    # The memory figure is drawn for a GPU named: a report without one writes what it always wrote.
+    memory_file = report.memory_plot_path(args.output) if request.gpu is not None else None
+    companions = [plot_file, *([memory_file] if memory_file else [])]
+    _check_output(args, args.output, *companions)
+    for companion in companions:
+        _refuse_foreign_companion(args.output, companion, "plot", "report")
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, args.seq_len)
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
     image: bytes | None = None
+    memory_image: bytes | None = None
     note = None
     if plot.available():
         image = plot.generate_flops_png(arch.graph)
+        if memory_file is not None:
+            memory_image = _memory_figure(arch.graph, request)
     else:
         note = plot.INSTALL_HINT
         _warn(note)
@@ -1053,13 +1059,30 @@ def cmd_report(args: argparse.Namespace) -> int:
         warn=_warn,
         plot_name=plot_file.name if image is not None else None,
         plot_note=note,
+        deployment=request,
+        memory_plot_name=memory_file.name if memory_file and memory_image is not None else None,
     )
     if image is not None:
         write_atomic(plot_file, image)
         print(f"wrote {plot_file}", file=sys.stderr)
+    if memory_file is not None and memory_image is not None:
+        write_atomic(memory_file, memory_image)
+        print(f"wrote {memory_file}", file=sys.stderr)
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _memory_figure(graph: Any, request: Any) -> bytes:
+    """The deployment's memory against context length at the example's batch, as PNG."""
+    from bertgraph.graph import costbase
+    from bertgraph.graph import schema as g
+    from bertgraph.plan import deploy
+    from bertgraph.render.memory_plot import generate_memory_png
+
+    curve = deploy.memory_curve(graph, costbase.sizes_for(graph), request)
+    title = f"{graph.graph.get(g.G_NAME, '')} on {request.gpu.name}"
+    return generate_memory_png(curve, title)
 
 
 def _refuse_foreign_companion(output: Path, companion: Path, what: str, page: str) -> None:

@@ -302,3 +302,38 @@ def add_deployment(
     report.setdefault("assumptions", {})["deployment"] = assumed
     report.setdefault("notes", []).extend(notes)
     return report
+
+
+PLOT_POINTS = 64
+SHORTEST = 16
+
+
+def memory_curve(graph: nx.DiGraph, sizes: Mapping[str, int], request: Request | None = None) -> dict[str, Any]:
+    """Memory per part against the context length at ``sizes``' batch, for the figure: geometric lengths from
+    16 to past the longest context that fits (or the model's positions), each part's bytes at each."""
+    request = request or Request()
+    found, assumed, _ = deployment(graph, [sizes], request)
+    compute = assumed["compute_dtype"]
+    kv_dtype = found["kv_cache"]["dtype"]
+    kv = _kv_poly(graph, kv_dtype, []) or Poly()
+    name = sequence_name(graph)
+    positions = graph.graph.get(g.G_CONFIG, {}).get("max_position")
+    reach = max(found["max_seq_len"] or 0, positions if isinstance(positions, int) else 0, sizes.get(name, 0), 64)
+    longest = min(reach * 2, SEARCH_LIMIT)
+    ratio = (longest / SHORTEST) ** (1 / (PLOT_POINTS - 1))
+    lengths = sorted({round(SHORTEST * ratio**index) for index in range(PLOT_POINTS)})
+    at = [at_length(sizes, name, n) for n in lengths]
+    return {
+        "name": name,
+        "batch": sizes.get("batch", 1),
+        "lengths": lengths,
+        "parts": {
+            f"weights ({found['weights']['scheme']})": [found["weights"]["bytes"]] * len(lengths),
+            f"KV cache ({kv_dtype})": [evaluate(kv, s) for s in at],
+            f"activations ({compute})": [memory.peak_activation(graph, s, compute).bytes for s in at],
+            "overhead": [request.overhead_bytes] * len(lengths),
+        },
+        "gpu": found["gpu"],
+        "max_seq_len": found["max_seq_len"],
+        "positions": positions if isinstance(positions, int) else None,
+    }
