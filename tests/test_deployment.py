@@ -277,3 +277,42 @@ def test_mistral_7b_on_an_h100_with_its_sliding_window(traced: Any) -> None:
     assert any("past the model's 32,768 positions" in note for note in notes)
     assert found["decode_tokens_per_s_bound"][0] == 3.35e12 / (2 * 7_241_732_096 + window)
     assert assumed["gpu"]["source"] == "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM"
+
+
+def test_the_memory_curve_crosses_the_gpu_where_the_longest_context_ends() -> None:
+    graph = graph_of("qwen2-sliding")
+    sizes = _sizes(graph, (20,), batch=2)[0]
+    gpu = gpus.custom_gpu(0.004, 100, None)
+    curve = deploy.memory_curve(graph, sizes, Request(gpu=gpu, overhead_bytes=1000))
+    longest = curve["max_seq_len"]
+    assert longest is not None and curve["lengths"][-1] >= 2 * longest
+    totals = [sum(part[i] for part in curve["parts"].values()) for i in range(len(curve["lengths"]))]
+    for length, total in zip(curve["lengths"], totals):
+        assert (total <= gpu.memory_bytes) == (length <= longest), length
+    assert list(curve["parts"]) == ["weights (float32)", "KV cache (float32)", "activations (float32)", "overhead"]
+
+
+def test_report_draws_the_memory_figure_only_for_a_gpu_named_and_the_same_bytes_every_run(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bertgraph.cli import main
+    from tests.generation_runs import config_dir
+
+    pytest.importorskip("matplotlib")
+    folder = str(config_dir("llama"))
+    plain = tmp_path / "plain.md"
+    assert main(["report", folder, "--head", "causal-lm", "-o", str(plain)]) == 0
+    assert not (tmp_path / "plain-memory.png").exists()
+    assert "| deployment |" in plain.read_text() and "No GPU named" in plain.read_text()
+    images = []
+    for run in range(2):
+        out = tmp_path / f"run{run}" / "llama.md"
+        out.parent.mkdir()
+        argv = ["report", folder, "--head", "causal-lm", "--gpu", "T4", "--kv-dtype", "fp8", "-o", str(out)]
+        assert main(argv) == 0
+        images.append((out.parent / "llama-memory.png").read_bytes())
+        text = out.read_text()
+        assert "![Memory by part against context length, with the GPU's memory](llama-memory.png)" in text
+        assert "| fits T4 16GB (16.0 GiB) |" in text and "KV cache (float8\\_e4m3fn)" in text
+    capsys.readouterr()
+    assert images[0] == images[1] and images[0].startswith(b"\x89PNG")

@@ -61,6 +61,18 @@ def generate_memory_png(curve: dict[str, Any], title: str) -> bytes:
             )
         if curve["positions"]:
             axes.axvline(curve["positions"], color="#8c959f", linestyle=":", linewidth=1)
+            axes.annotate(
+                f"max positions {curve['positions']:,}",
+                (curve["positions"], 0.98),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                ha="right",
+                va="top",
+                color="#57606a",
+                fontsize=8,
+            )
+        if gpu is not None:  # past the GPU the stack only grows: show it up to half as much again
+            axes.set_ylim(0, 1.5 * gpu["memory_bytes"] / GIB)
         axes.set_xscale("log", base=2)
         axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
         axes.set_xlabel(f"context length ({curve['name']}), batch {curve['batch']}")
