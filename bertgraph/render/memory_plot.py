@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 from bertgraph.render import figures
-from bertgraph.render.plot import _STYLE
+from bertgraph.render.plot import _STYLE, vertical_marker
 
 # One colour per part, in the order they stack: weights at the bottom, the overhead on top.
 COLOURS = ("#0969da", "#bf8700", "#cf222e", "#8c959f")
@@ -49,28 +49,9 @@ def generate_memory_png(curve: dict[str, Any], title: str) -> bytes:
                 fontsize=8,
             )
         if curve["max_seq_len"] is not None:
-            axes.axvline(curve["max_seq_len"], color="#1f2328", linestyle="--", linewidth=1)
-            axes.annotate(
-                f"longest that fits: {curve['max_seq_len']:,}",
-                (curve["max_seq_len"], 0.02),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                ha="right",
-                va="bottom",
-                fontsize=8,
-            )
+            vertical_marker(axes, curve["max_seq_len"], f"longest that fits: {curve['max_seq_len']:,}", strong=True)
         if curve["positions"]:
-            axes.axvline(curve["positions"], color="#8c959f", linestyle=":", linewidth=1)
-            axes.annotate(
-                f"max positions {curve['positions']:,}",
-                (curve["positions"], 0.98),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                ha="right",
-                va="top",
-                color="#57606a",
-                fontsize=8,
-            )
+            vertical_marker(axes, curve["positions"], f"max positions {curve['positions']:,}", top=True)
         if gpu is not None:  # past the GPU the stack only grows: show it up to half as much again
             axes.set_ylim(0, 1.5 * gpu["memory_bytes"] / GIB)
         axes.set_xscale("log", base=2)

@@ -58,6 +58,22 @@ def plot_lengths(graph: nx.DiGraph) -> tuple[list[int], int | None]:
     return lengths, crossing
 
 
+def vertical_marker(axes: Any, x: float, label: str, top: bool = False, strong: bool = False) -> None:
+    """A vertical line at ``x`` with its label written along it, at the foot of the axes (or the top)."""
+    colour, text = ("#1f2328", "#1f2328") if strong else ("#8c959f", "#57606a")
+    axes.axvline(x, color=colour, linestyle="--" if strong else ":", linewidth=1)
+    axes.annotate(
+        label,
+        (x, 0.98 if top else 0.02),
+        xycoords=("data", "axes fraction"),
+        rotation=90,
+        ha="right",
+        va="top" if top else "bottom",
+        color=text,
+        fontsize=8,
+    )
+
+
 def generate_flops_png(graph: nx.DiGraph) -> bytes:
     """The plot as PNG bytes.
 
@@ -90,17 +106,7 @@ def generate_flops_png(graph: nx.DiGraph) -> bytes:
         axes.grid(True, which="major", color="#d0d7de", linewidth=0.6)
         limit = max_positions(graph)
         if limit:
-            axes.axvline(limit, color="#8c959f", linestyle=":", linewidth=1)
-            axes.annotate(
-                f"max positions {limit:,}",
-                (limit, 0.02),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                ha="right",
-                va="bottom",
-                color="#57606a",
-                fontsize=8,
-            )
+            vertical_marker(axes, limit, f"max positions {limit:,}")
         if crossing:
             at = {**sizes, name: crossing}
             value = costbase.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], at)
