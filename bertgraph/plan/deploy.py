@@ -236,15 +236,17 @@ def deployment(
     return found, assumed, notes
 
 
-def _prefill(graph: nx.DiGraph, sizes_list: Sequence[Mapping[str, int]], gpu: GPU, name: str) -> list[float] | None:
+def _prefill(
+    graph: nx.DiGraph, sizes_list: Sequence[Mapping[str, int]], gpu: GPU, name: str
+) -> list[float | None] | None:
     if gpu.flops_per_s is None:
         return None
     matmul = model_totals(graph)[g.MATMUL_FLOPS]
-    bounds = []
+    bounds: list[float | None] = []
     for sizes in sizes_list:
         flops = evaluate(matmul, sizes)
         tokens = sizes.get("batch", 1) * sizes.get(name, 1)
-        bounds.append(gpu.flops_per_s * tokens / flops if flops else float("inf"))
+        bounds.append(gpu.flops_per_s * tokens / flops if flops else None)  # no products: no bound to state
     return bounds
 
 

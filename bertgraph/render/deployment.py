@@ -13,9 +13,9 @@ def _bytes(value: int) -> str:
     return f"{figures.count(value)} B ({figures.size(value)})"
 
 
-def _rate(value: float) -> str:
+def _rate(value: float | None) -> str:
     """Tokens per second, whole (a bound: rounded down, so the printed figure is a bound too)."""
-    return f"≤ {figures.count(int(value))} tokens/s"
+    return "—" if value is None else f"≤ {figures.count(int(value))} tokens/s"
 
 
 def _labels(report: dict[str, Any]) -> list[str]:
