@@ -76,22 +76,42 @@ class Architecture:
         dtype: str | None = None,
         generate: int | None = None,
         freeze: Sequence[str] = (),
+        weights: str | None = None,
+        scheme: str | None = None,
+        group_size: int = 128,
+        kv_dtype: str | None = None,
+        gpu: str | None = None,
+        gpu_overhead: float = 1.0,
     ) -> dict[str, Any]:
         """FLOPs, activation bytes and memory with their formulas (the ``cost --format json`` object).
 
         Evaluated at each sequence length of ``seq_len`` (default: the example's) and ``batch``;
         an encoder-decoder's decoder is ``decoder_len`` long (default: as long as the input).
         ``generate``: decode steps after each prefill; ``freeze``: parameter names, module paths or
-        globs trained without gradients (``cost --freeze``).
+        globs trained without gradients (``cost --freeze``). The ``deployment`` entry plans the weights
+        as stored (``weights``, ``scheme``, ``group_size``: ``cost --weights``), the KV cache in
+        ``kv_dtype`` and, on a ``gpu`` of the table (``"H100"``), fits, limits and bounds with
+        ``gpu_overhead`` GiB kept for the CUDA context and the allocator.
         """
-        from bertgraph.graph import cost, memory
+        from bertgraph.graph import costbase, costtable, memory
+        from bertgraph.plan import deploy, gpus
 
         lengths = [seq_len] if seq_len is None or isinstance(seq_len, int) else list(seq_len)
-        sizes = [cost.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
+        sizes = [costbase.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
         frozen = memory.freeze_patterns(self.graph, freeze)
-        return cost.cost_report(
+        report = costtable.cost_report(
             self.graph, sizes, depth=depth, fold=fold, dtype=dtype, generate=generate, frozen=frozen
         )
+        request = deploy.Request(
+            weights=weights,
+            scheme=scheme,
+            group_size=group_size,
+            kv_dtype=kv_dtype,
+            dtype=dtype,
+            gpu=gpus.gpu_named(gpu) if gpu else None,
+            overhead_bytes=round(gpu_overhead * gpus.GIB),
+        )
+        return deploy.add_deployment(report, self.graph, sizes, request)
 
     def diff(self, other: Architecture) -> dict[str, Any]:
         """What turns this model into ``other`` (modules added, removed, changed)."""

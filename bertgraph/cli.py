@@ -46,6 +46,10 @@ TABLE_FORMATS = ("text", "markdown", "json")
 DIFF_FIGURES = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
 DIFF_FORMATS = (*TABLE_FORMATS, *DIFF_FIGURES)
 COST_DTYPES = ("float32", "float16", "bfloat16")
+# plan/weights.py's and plan/deploy.py's choices (kept here so --help imports nothing).
+WEIGHT_SCHEMES = ("float32", "bfloat16", "float16", "fp8", "int8", "int4")
+INT4_LAYOUTS = ("gptq", "awq", "nf4")
+KV_DTYPES = ("float32", "bfloat16", "float16", "fp8")
 ANNOTATIONS = ("params", "flops", "memory")
 EDGE_LABELS = ("shapes", "changes", "none")  # render/diagram.py's, kept here so --help imports no renderer
 _TABLE_FORMAT_HELP = "text, markdown or json (default: from the output suffix, .md or .json; else text)"
@@ -79,6 +83,25 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 _positive = _at_least(1)
 _non_negative = _at_least(0)
+
+
+def _amount(allow_zero: bool = False) -> Callable[[str], float]:
+    """An argparse type for a positive (or, with ``allow_zero``, non-negative) finite number."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not (value > 0 or (allow_zero and value == 0)) or value == float("inf"):
+            raise argparse.ArgumentTypeError(
+                f"must be a {'non-negative' if allow_zero else 'positive'} number, got {text}"
+            )
+        return value
+
+    return parse
+
+
 MAX_DEPTH = 4  # 4 draws every operator; nothing is deeper
 
 
@@ -175,6 +198,44 @@ def _output(parser: argparse.ArgumentParser, required: bool, help_text: str) -> 
     parser.add_argument("-o", "--output", type=_file_path, required=required, metavar="PATH", help=help_text)
 
 
+def _deployment_options(parser: argparse.ArgumentParser) -> None:
+    """Weights as stored, the KV cache's dtype and a GPU: what ``cost`` and ``report`` plan a deployment with."""
+    plan = parser.add_argument_group(
+        "deployment", "weights as stored, the KV cache in its dtype, and a GPU: memory, fits, limits, bounds"
+    )
+    plan.add_argument(
+        "--weights",
+        choices=WEIGHT_SCHEMES,
+        help="plan the weights in this scheme: a float dtype, fp8 (transformers' fine-grained FP8), int8 "
+        "(bitsandbytes LLM.int8()) or int4 (GPTQ's layout) (default: the checkpoint's headers, else the config's "
+        "quantization_config, else its torch_dtype)",
+    )
+    plan.add_argument("--scheme", choices=INT4_LAYOUTS, help="int4's layout: gptq (default), awq (GEMM) or nf4")
+    plan.add_argument(
+        "--group-size", type=_positive, default=128, metavar="N", help="input channels per int4 group (default 128)"
+    )
+    plan.add_argument(
+        "--kv-dtype", choices=KV_DTYPES, help="the KV cache's dtype (default: the float dtype the model computes in)"
+    )
+    plan.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="a GPU of the table: H100, H200, A100-40GB, A100-80GB, L4, L40S, RTX-4090, RTX-3090, T4",
+    )
+    plan.add_argument(
+        "--gpu-memory", type=_amount(), metavar="GIB", help="another GPU's memory in GiB (an '80 GB' card: 80)"
+    )
+    plan.add_argument("--gpu-bandwidth", type=_amount(), metavar="GB/S", help="its memory bandwidth in GB/s")
+    plan.add_argument("--gpu-flops", type=_amount(), metavar="TFLOP/S", help="its dense tensor-core TFLOP/s")
+    plan.add_argument(
+        "--gpu-overhead",
+        type=_amount(allow_zero=True),
+        default=1.0,
+        metavar="GIB",
+        help="memory kept for the CUDA context and the allocator's reserve, in GiB (default 1)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bertgraph.version import __version__
 
@@ -222,9 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="text, markdown, json, or a figure of two models: svg, png, pdf, dot, mermaid, html "
         "(default: from the output suffix; else text)",
     )
-    _output(
-        diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)"
-    )
+    _output(diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)")
 
     render = commands.add_parser(
         "render", help="diagram as SVG, PNG, PDF, DOT, Mermaid, an interactive HTML page, TikZ or draw.io"
@@ -294,12 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
+    _deployment_options(cost)
     _output(cost, False, "write to a file instead of standard output")
 
     report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, cost, head diff")
     _common(report)
     report.add_argument("--depth", type=_depth, default=2, help="diagram depth, 0 to 4 (default 2)")
-    _output(report, True, "output .md file (the FLOPs plot goes beside it: NAME-flops.png)")
+    _deployment_options(report)
+    _output(report, True, "output .md file (the plots go beside it: NAME-flops.png, NAME-memory.png)")
 
     graph = commands.add_parser("graph", help="the annotated graph as GraphML or node-link JSON")
     _common(graph)
@@ -664,11 +725,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from bertgraph.graph import cost
+    from bertgraph.graph import cost, costbase, costtable
     from bertgraph.model.spec import check_length
+    from bertgraph.plan import deploy
     from bertgraph.render import markdown, text
 
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
+    request = _deployment_request(args)
     _table_output(args)
     lengths: list[int | None] = list(args.seq_len or [None])
     decoders = _decoder_lengths(args.decoder_len, len(lengths))
@@ -692,7 +755,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, lengths[0])
-    if args.decoder_len and not cost.has_decoder_length(arch.graph):
+    if args.decoder_len and not costbase.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
     cost.check_products_counted(arch.graph, name=str(args.model))
     frozen = _frozen(arch.graph, args.freeze)
@@ -702,12 +765,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
         # Every sequence dimension of the file, however its exporter named them, at each length.
         sizes = [
-            cost.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
+            costbase.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
             for n, d in zip(lengths, decoders)
         ]
     else:
-        sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
-    report = cost.cost_report(
+        sizes = [costbase.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
+    report = costtable.cost_report(
         arch.graph,
         sizes,
         depth=args.depth,
@@ -716,8 +779,48 @@ def cmd_cost(args: argparse.Namespace) -> int:
         generate=args.generate,
         frozen=frozen,
     )
+    deploy.add_deployment(report, arch.graph, sizes, request)
     _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
+
+
+_DEPLOYMENT_OPTIONS = ("weights", "scheme", "kv_dtype", "gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops")
+
+
+def _deployment_request(args: argparse.Namespace) -> Any:
+    """The deployment ``cost`` and ``report`` plan (``plan.deploy.Request``), its options checked before any work."""
+    from bertgraph.plan import deploy, gpus
+
+    given = [f"--{name.replace('_', '-')}" for name in _DEPLOYMENT_OPTIONS if getattr(args, name, None) is not None]
+    if _is_onnx(args) and given:
+        raise UsageError(
+            f"{', '.join(given)}: an .onnx file records no attention kinds, so no KV cache or deployment can be "
+            "planned from it; give the model's config instead"
+        )
+    numbers = [f"--gpu-{name}" for name in ("memory", "bandwidth", "flops") if getattr(args, f"gpu_{name}") is not None]
+    if args.gpu is not None and numbers:
+        raise UsageError(f"--gpu {args.gpu} has its numbers in the table: leave out {', '.join(numbers)}, or --gpu")
+    if numbers and (args.gpu_memory is None or args.gpu_bandwidth is None):
+        raise UsageError(
+            "another GPU needs both --gpu-memory (GiB) and --gpu-bandwidth (GB/s); --gpu-flops is optional"
+        )
+    if args.scheme is not None and args.weights != "int4":
+        raise UsageError(f"--scheme {args.scheme} chooses the layout of --weights int4; add --weights int4")
+    if args.gpu is not None:
+        gpu = gpus.gpu_named(args.gpu)
+    elif args.gpu_memory is not None:
+        gpu = gpus.custom_gpu(args.gpu_memory, args.gpu_bandwidth, args.gpu_flops)
+    else:
+        gpu = None
+    return deploy.Request(
+        weights=args.weights,
+        scheme=args.scheme,
+        group_size=args.group_size,
+        kv_dtype=args.kv_dtype,
+        dtype=getattr(args, "dtype", None),
+        gpu=gpu,
+        overhead_bytes=round(args.gpu_overhead * gpus.GIB),
+    )
 
 
 def _check_generation(
@@ -929,18 +1032,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
+    request = _deployment_request(args)
     plot_file = report.plot_path(args.output)
-    _check_output(args, args.output, plot_file)
-    _refuse_foreign_companion(args.output, plot_file, "plot", "report")
+    # The memory figure is drawn for a GPU named: a report without one writes what it always wrote.
+    memory_file = report.memory_plot_path(args.output) if request.gpu is not None else None
+    companions = [plot_file, *([memory_file] if memory_file else [])]
+    _check_output(args, args.output, *companions)
+    for companion in companions:
+        _refuse_foreign_companion(args.output, companion, "plot", "report")
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, args.seq_len)
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
     image: bytes | None = None
+    memory_image: bytes | None = None
     note = None
     if plot.available():
         image = plot.generate_flops_png(arch.graph)
+        if memory_file is not None:
+            memory_image = _memory_figure(arch.graph, request)
     else:
         note = plot.INSTALL_HINT
         _warn(note)
@@ -952,13 +1063,30 @@ def cmd_report(args: argparse.Namespace) -> int:
         warn=_warn,
         plot_name=plot_file.name if image is not None else None,
         plot_note=note,
+        deployment=request,
+        memory_plot_name=memory_file.name if memory_file and memory_image is not None else None,
     )
     if image is not None:
         write_atomic(plot_file, image)
         print(f"wrote {plot_file}", file=sys.stderr)
+    if memory_file is not None and memory_image is not None:
+        write_atomic(memory_file, memory_image)
+        print(f"wrote {memory_file}", file=sys.stderr)
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _memory_figure(graph: Any, request: Any) -> bytes:
+    """The deployment's memory against context length at the example's batch, as PNG."""
+    from bertgraph.graph import costbase
+    from bertgraph.graph import schema as g
+    from bertgraph.plan import deploy
+    from bertgraph.render.memory_plot import generate_memory_png
+
+    curve = deploy.memory_curve(graph, costbase.sizes_for(graph), request)
+    title = f"{graph.graph.get(g.G_NAME, '')} on {request.gpu.name}"
+    return generate_memory_png(curve, title)
 
 
 def _refuse_foreign_companion(output: Path, companion: Path, what: str, page: str) -> None:

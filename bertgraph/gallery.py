@@ -13,7 +13,7 @@ from pathlib import Path
 from bertgraph.api import Architecture, compare_specs, load
 from bertgraph.errors import BertgraphError
 from bertgraph.files import check_writable, expand_user, path_kind, write_atomic
-from bertgraph.graph import cost
+from bertgraph.graph import costbase, costtable
 from bertgraph.graph import schema as g
 from bertgraph.graph.masks import example_for
 from bertgraph.model import resolve
@@ -134,9 +134,11 @@ def build_gallery(
     written.append(write_atomic(folder / "bert-mermaid.md", _mermaid_page(arch, warn)))
     written.append(write_atomic(folder / "summary.txt", "\n".join(text.generate_summary(arch.summary())) + "\n"))
     written.append(write_atomic(folder / "params.txt", "\n".join(text.generate_params(base.params())) + "\n"))
-    sizes = [cost.sizes_for(base.graph, seq=length) for length in COST_LENGTHS]
+    sizes = [costbase.sizes_for(base.graph, seq=length) for length in COST_LENGTHS]
     written.append(
-        write_atomic(folder / "cost.txt", "\n".join(text.generate_cost(cost.cost_report(base.graph, sizes))) + "\n")
+        write_atomic(
+            folder / "cost.txt", "\n".join(text.generate_cost(costtable.cost_report(base.graph, sizes))) + "\n"
+        )
     )
     family_graphs = [load(resolve(name, "base"), use_cache=use_cache).graph for name in families.DEFAULT_MODELS]
     schematic_graphs = [*family_graphs, load(resolve("modernbert-base", "base"), use_cache=use_cache).graph]

@@ -258,14 +258,14 @@ def test_cost_per_token_is_the_cost_tables(tiny: dict[str, Path]) -> None:
     """FLOPs, KV bytes and the peak equal ``cost``'s at the same size, and the matrix products a real
     forward pass runs (FlopCounterMode) are the FLOPs' matmul share."""
     from bertgraph.api import trace
-    from bertgraph.graph import cost
+    from bertgraph.graph import costbase, costtable
     from bertgraph.model.build import build_model, example_inputs
     from tests.exported import flop_counter
 
     comparison = compare(str(tiny["bert"]), str(tiny["llama"]), seq_len=16, batch=3)
     for side, name in enumerate(("bert", "llama")):
         arch = trace(str(tiny[name]))
-        report = cost.cost_report(arch.graph, [cost.sizes_for(arch.graph, seq=16, batch=3)])
+        report = costtable.cost_report(arch.graph, [costbase.sizes_for(arch.graph, seq=16, batch=3)])
         tokens = 3 * 16
         assert comparison.cost["flops_per_token"][side] * tokens == report["total"]["flops"]["values"][0]
         assert comparison.cost["peak_activation_bytes"][side] == report["memory"]["peak_activation_bytes"][0]

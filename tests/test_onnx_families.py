@@ -276,7 +276,7 @@ def test_cost_of_the_file_leaves_out_what_onnx_does_not_record(
 ) -> None:
     """An ONNX file keeps no attention kinds: a causal model's masked FLOPs, KV cache and decode step,
     and training's saved activations, are left out with the reason, never counted as if bidirectional."""
-    from bertgraph.graph.cost import ONNX_ATTENTION_NOTE, ONNX_TRAINING_NOTE
+    from bertgraph.graph.costtable import ONNX_ATTENTION_NOTE, ONNX_TRAINING_NOTE
 
     assert cli.main(["cost", str(exported.path), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)

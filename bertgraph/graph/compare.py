@@ -19,7 +19,8 @@ import networkx as nx
 
 from bertgraph.graph import aspects, roles
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import FLOPS, CostError, evaluate, model_totals, sizes_for, uncounted_products
+from bertgraph.graph.cost import FLOPS, model_totals, uncounted_products
+from bertgraph.graph.costbase import CostError, evaluate, sizes_for
 from bertgraph.graph.generation import is_generative, kv_cache_bytes
 from bertgraph.graph.memory import peak_activation, traced_float_dtype
 from bertgraph.model.fields import COMMON_DEFAULTS

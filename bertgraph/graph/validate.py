@@ -195,6 +195,10 @@ def _checkpoint_problem(attrs: dict[str, Any]) -> str | None:
     code = attrs.get(g.G_REMOTE_CODE, [])
     if not (isinstance(code, list) and all(isinstance(name, str) for name in code)):
         return "the remote code is not a list of class names"
+    if not isinstance(attrs.get(g.G_QUANTIZATION_CONFIG, {}), dict):
+        return "the quantization config is not a mapping"
+    if not isinstance(attrs.get(g.G_STORED_DTYPE, ""), str):
+        return "the stored dtype is not a dtype name"
     found = attrs.get(g.G_CHECKPOINT)
     if found is None:
         return None

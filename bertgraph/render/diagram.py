@@ -513,14 +513,14 @@ def edge_label(shown: nx.DiGraph, source: str, target: str, edge_labels: str = "
 
 def _with_costs(graph: nx.DiGraph, annotate: str) -> nx.DiGraph:
     """``graph``, or an annotated copy when it lacks the costs the annotation shows (a graph read from a file)."""
-    from bertgraph.graph import cost
+    from bertgraph.graph import cost, costbase
 
     if annotate not in ANNOTATIONS:
         raise ValueError(f"unknown annotation {annotate!r}; choose one of: {', '.join(ANNOTATIONS)}")
     if annotate == "params":
         return graph
     costed = graph if cost.has_costs(graph) else cost.annotate(graph.copy())
-    if annotate == "memory" and not cost.from_onnx(costed):
+    if annotate == "memory" and not costbase.from_onnx(costed):
         from bertgraph.graph import saved
 
         return saved.annotate_saved(costed)  # beside the bytes written, what training keeps of them
@@ -531,22 +531,22 @@ class _Annotator:
     """The annotated figure of each view node: parameters, FLOPs or bytes written, at the example size."""
 
     def __init__(self, graph: nx.DiGraph, what: str) -> None:
-        from bertgraph.graph import cost
+        from bertgraph.graph import costbase
 
         self.what = what
-        self.sizes = cost.sizes_for(graph)
+        self.sizes = costbase.sizes_for(graph)
         ops = [data for _, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
         self.total = (
             stats.parameter_stats(graph)["total"] if what == "params" else sum(self.value(data) for data in ops)
         )
 
     def value(self, data: dict[str, Any]) -> int:
-        from bertgraph.graph import cost
+        from bertgraph.graph import costbase
 
         if self.what == "params":
             return int(data.get(g.PARAMS, 0))
-        poly = cost.node_flops(data) if self.what == "flops" else cost.node_poly(data, g.ACTIVATION_BYTES)
-        return cost.evaluate(poly, self.sizes)
+        poly = costbase.node_flops(data) if self.what == "flops" else costbase.node_poly(data, g.ACTIVATION_BYTES)
+        return costbase.evaluate(poly, self.sizes)
 
     def figure(self, value: int) -> str:
         if self.what == "flops":
@@ -584,9 +584,9 @@ class _Annotator:
 
     def kept(self, data: dict[str, Any]) -> int:
         """The bytes autograd keeps of this node's work for the backward pass (0 where not computed)."""
-        from bertgraph.graph import cost
+        from bertgraph.graph import costbase
 
-        return cost.evaluate(cost.node_poly(data, g.SAVED_BYTES), self.sizes)
+        return costbase.evaluate(costbase.node_poly(data, g.SAVED_BYTES), self.sizes)
 
 
 # --- building -----------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def _numbers(value: Any) -> bool:
 
 def _cost_figures(graph: nx.DiGraph, data: dict[str, Any]) -> dict[str, Any]:
     """The numbers on a node besides the known ones; cost polynomials evaluated at the example size."""
-    from bertgraph.graph.cost import CostError, evaluate, sizes_for
+    from bertgraph.graph.costbase import CostError, evaluate, sizes_for
     from bertgraph.graph.poly import Poly, PolyError
 
     found = {key: value for key, value in data.items() if key not in _KNOWN and _numbers(value)}
@@ -227,7 +227,7 @@ def example_words(graph: nx.DiGraph) -> str:
     >>> example_words(nx.DiGraph(example={"batch": 1, "seq": 128, "tgt": 128}))
     'batch 1, sequence length 128, decoder length 128'
     """
-    from bertgraph.graph.cost import DECODER, sizes_for
+    from bertgraph.graph.costbase import DECODER, sizes_for
 
     names = {"seq": "sequence length", "sequence": "sequence length", DECODER: "decoder length"}
     return ", ".join(f"{names.get(name, name)} {value}" for name, value in sizes_for(graph).items())

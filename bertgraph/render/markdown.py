@@ -7,6 +7,7 @@ from typing import Any
 
 from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures, text
+from bertgraph.render.deployment import deployment_sentences, deployment_table
 from bertgraph.render.escape import markdown_code as code
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.render.text import module_label
@@ -197,6 +198,17 @@ def generate_cost_body(report: dict[str, Any]) -> Iterable[str]:
     for line in (*sentences, text.unsupported_sentence(report)):
         yield md(line[0].upper() + line[1:]) + "."
     yield ""
+    planned = deployment_table(report)
+    if planned is not None:
+        yield from table(
+            [md(h) for h in planned[0]],
+            ([md(c) for c in r] for r in planned[1]),
+            [False] + [True] * (len(planned[0]) - 1),
+        )
+        yield ""
+        for line in deployment_sentences(report):
+            yield md(line[0].upper() + line[1:]) + "."
+        yield ""
     headers, rows, right = text.cost_tree(report)
     body = []
     for row, cells in zip(report["rows"], rows):

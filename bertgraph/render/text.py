@@ -7,6 +7,7 @@ from typing import Any
 
 from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures
+from bertgraph.render.deployment import deployment_sentences, deployment_table
 from bertgraph.render.escape import terminal_text
 
 
@@ -236,11 +237,18 @@ def remote_code_line(classes: list[str]) -> str:
 
 
 def kv_cache_line(entry: dict[str, Any]) -> str:
-    """``KV cache at 4,096 tokens in bfloat16: 96.0 MiB (batch 1)``."""
-    return (
+    """``KV cache at 4,096 tokens in bfloat16: 96.0 MiB (batch 1)``; a latent cache (MLA) says so, and what
+    every head's keys and values would take."""
+    line = (
         f"KV cache at {figures.count(entry['tokens'])} tokens in {entry['dtype']}: {figures.size(entry['bytes'])} "
         f"(batch 1; {entry['readable']} bytes)"
     )
+    if "decompressed_bytes" in entry:
+        line += (
+            f"; MLA's latent and shared rotary key, as transformers caches them — every head's keys and values "
+            f"would take {figures.size(entry['decompressed_bytes'])}"
+        )
+    return line
 
 
 def _architecture_lines(facts: dict[str, Any]) -> Iterable[str]:
@@ -314,6 +322,7 @@ def cost_totals(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         # a mixture of experts: the matmul FLOPs count the experts a token runs; this, all of them
         ("matmul FLOPs, every expert", "all_experts_matmul_flops", 1),
         (f"KV cache (bytes, {dtype})", "kv_cache_bytes", None),
+        ("  keys and values per head", "kv_cache_bytes_decompressed", None),
         ("decode step matmul FLOPs", "decode_flops_per_token", None),
     ]
     for name, key, at in planning:
@@ -343,6 +352,12 @@ def planning_sentences(report: dict[str, Any]) -> Iterable[str]:
             "KV cache: keys and values every causal and cross-attention block keeps after the prompt "
             "(a sliding window of w keeps w - 1 tokens); decode step: one new token with the prompt cached "
             "(an encoder-decoder: tgt decoder tokens and the encoder's output), head included"
+        )
+    if "kv_cache_bytes_decompressed" in total:
+        yield (
+            "multi-head latent attention (MLA): the KV cache is each token's latent and shared rotary key, as "
+            "transformers' cache holds them, decompressed over every cached token at each decode step; keys and "
+            "values per head: what attention reads, and what a cache keeping them would hold"
         )
     for entry, sizes in zip(report.get("generate", []), report["sizes"]):
         label = ", ".join(f"{k}={v}" for k, v in sizes.items())
@@ -461,6 +476,11 @@ def generate_cost(report: dict[str, Any]) -> Iterable[str]:
     yield from planning_sentences(report)
     yield unsupported_sentence(report)
     yield ""
+    planned = deployment_table(report)
+    if planned is not None:
+        yield from table(planned[0], planned[1], [False] + [True] * (len(planned[0]) - 1))
+        yield from deployment_sentences(report)
+        yield ""
     headers, rows, right = cost_tree(report)
     yield from table(headers, rows, right)
     yield ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import linecache
 import math
 import operator
@@ -597,6 +598,9 @@ def _op_name(node: Node) -> str:
     return packet.strip("_") or packet
 
 
+# The config's float dtypes (torch_dtype) a graph records as the weights' published dtype.
+FLOAT_NAMES = ("float32", "float16", "bfloat16", "float64")
+
 _CALL_SUFFIX = re.compile(r"@(\d+)$")
 
 
@@ -661,7 +665,8 @@ def _checkpoint_attributes(
     spec: ModelSpec, parameters: list[dict[str, Any]], tied: dict[str, str], prefix: str
 ) -> dict[str, Any]:
     """What the checkpoint stores, held to the model's parameters; the classes ``auto_map`` names and
-    bertgraph did not run. Only a model with either carries the keys."""
+    bertgraph did not run; the config's ``quantization_config`` and float dtype (what deployment plans
+    weights from without headers). Only a model with one carries its key."""
     found: dict[str, Any] = {}
     if spec.checkpoint is not None:
         found[g.G_CHECKPOINT] = {
@@ -670,6 +675,12 @@ def _checkpoint_attributes(
         }
     if spec.remote_code:
         found[g.G_REMOTE_CODE] = list(spec.remote_code)
+    quantization = spec.config.get("quantization_config")
+    if isinstance(quantization, dict) and quantization:
+        found[g.G_QUANTIZATION_CONFIG] = json.loads(json.dumps(quantization))  # plain JSON, as a graph holds
+    stored = spec.config.get("torch_dtype", spec.config.get("dtype"))
+    if stored in FLOAT_NAMES:
+        found[g.G_STORED_DTYPE] = stored
     return found
 
 

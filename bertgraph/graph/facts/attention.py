@@ -97,9 +97,12 @@ def attention_facts(graph: nx.DiGraph, node: str) -> dict[str, Any]:
     return facts
 
 
-# Ops between eager attention's score product and its softmax (scale, mask, casts), and between
-# the softmax and the product with the values (casts, dropout).
-_SCORE_OPS = frozenset({"mul", "div", "add", "sub", "to", "_to_copy", "masked_fill", "where", "type_as", "float"})
+# Ops between eager attention's score product and its softmax (scale, mask, casts, Gemma-2's logit
+# soft-capping ``tanh(scores / c) * c``), and between the softmax and the product with the values
+# (casts, dropout).
+_SCORE_OPS = frozenset(
+    {"mul", "div", "add", "sub", "tanh", "to", "_to_copy", "masked_fill", "where", "type_as", "float"}
+)
 _WEIGHT_OPS = _SCORE_OPS | {"dropout", "native_dropout"}
 
 
