@@ -52,7 +52,7 @@ from bertgraph.graph.costbase import (
     shape_poly,
 )
 from bertgraph.graph.facts.attention import eager_products
-from bertgraph.graph.facts.walk import argument
+from bertgraph.graph.facts.walk import argument, computed_in
 from bertgraph.graph.formulas import numel
 from bertgraph.graph.masked import attention_facts_of, divide
 from bertgraph.graph.poly import Poly, PolyError, summed, total
@@ -164,24 +164,9 @@ def decompression(graph: nx.DiGraph, node: str) -> str | None:
     else:
         return None
     latent = argument(graph, current, 0)
-    if latent is None or query is None or latent in _query_sources(graph, query, str(graph.nodes[node].get(g.MODULE))):
+    if latent is None or query is None or latent in computed_in(graph, query, str(graph.nodes[node].get(g.MODULE))):
         return None
     return current
-
-
-def _query_sources(graph: nx.DiGraph, query: str, module: str) -> set[str]:
-    """Every node the queries are computed from inside the attention module, and the tensors entering it."""
-    seen: set[str] = set()
-    todo = [query]
-    while todo:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        path = str(graph.nodes[current].get(g.MODULE, ""))
-        if graph.nodes[current].get(g.KIND) == g.OPERATOR and (path == module or path.startswith(module + ".")):
-            todo.extend(str(source) for source in graph.predecessors(current))
-    return seen
 
 
 def _latent_width(graph: nx.DiGraph, node: str, key: tuple[Poly, ...], value: tuple[Poly, ...]) -> int | None:
