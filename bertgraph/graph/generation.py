@@ -15,9 +15,9 @@ values from one small vector per token: a linear layer (``kv_b_proj``) decompres
 ``c`` into every head's non-rotary key part and value, and one rotary key part per token is shared
 by every head. transformers caches ``c`` and that rotary part (``kv_lora_rank + qk_rope_head_dim``
 elements per token and layer), and decompresses the whole cache at every step. Such a block is
-told by its values: they come, through reshapes only, from a linear layer whose input the queries
-do not read (a key/value projection of the hidden state, fused or not, shares its input with the
-queries'). Its cache is that input's width plus the key's part the decompression does not make
+told by its values: they come, through reshapes only, from a linear layer that makes the keys too,
+widens what it reads, and whose input the queries do not read (a key/value projection of the hidden
+state, fused or not, shares its input with the queries'). Its cache is that input's width plus the key's part the decompression does not make
 (the key head size less the decompressed key part: per head output less the value head size);
 the per-head keys and values attention reads are :attr:`CacheLayer.decompressed`, the second figure.
 
