@@ -17,9 +17,10 @@ by every head. transformers caches ``c`` and that rotary part (``kv_lora_rank + 
 elements per token and layer), and decompresses the whole cache at every step. Such a block is
 told by its values: they come, through reshapes only, from a linear layer that makes the keys too,
 widens what it reads, and whose input the queries do not read (a key/value projection of the hidden
-state, fused or not, shares its input with the queries'). Its cache is that input's width plus the key's part the decompression does not make
-(the key head size less the decompressed key part: per head output less the value head size);
-the per-head keys and values attention reads are :attr:`CacheLayer.decompressed`, the second figure.
+state, fused or not, shares its input with the queries'). Its cache is that input's width plus
+the key's part the decompression does not make (the key head size less the decompressed key part:
+per head output less the value head size); the per-head keys and values attention reads are
+:attr:`CacheLayer.decompressed`, the second figure.
 
 **Decode step.** One generated token with ``seq`` tokens cached (``tgt`` in an
 encoder-decoder, whose encoder output stays cached too) runs every op of the forward pass at
