@@ -111,6 +111,26 @@ def test_a_latent_cache_is_the_latent_and_shared_rotary_key_and_its_heads_are_th
             assert generation.decompressed_kv_cache_bytes(graph) is None, name
 
 
+def test_a_latent_needs_keys_made_from_it_too_and_a_decompression_that_widens() -> None:
+    """A value projection whose input the queries do not read is no decompression when the keys are not made
+    from it as well (separate projections of a separately normalised input), nor when it narrows what it reads."""
+    graph = graph_of("deepseek")
+    node = generation.cache_layers(graph)[0].node
+    made = generation.decompression(graph, node)
+    assert made is not None
+    _, key, _ = generation._operands(graph, node)
+    apart = graph.copy()
+    apart.remove_edges_from([(source, key) for source in list(apart.predecessors(key))])
+    assert generation.decompression(apart, node) is None
+    assert generation.cache_layers(apart)[0].decompressed is None  # then the block caches its keys and values
+    narrow = graph.copy()  # each node's attributes copied: the committed graph keeps its own
+    latent = next(iter(narrow.predecessors(made)))
+    made_width = narrow.nodes[made][g.SHAPE][-1]
+    narrow.nodes[latent][g.SHAPE] = [*narrow.nodes[latent][g.SHAPE][:-1], made_width]  # reads as much as it makes
+    assert generation.decompression(narrow, node) == made
+    assert generation.cache_layers(narrow)[0].decompressed is None
+
+
 def test_cache_bytes_are_layers_times_heads_times_tokens_times_the_dtype_width() -> None:
     layers, kv_heads, head = _llama()
     for attention in (None, "eager"):

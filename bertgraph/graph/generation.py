@@ -15,11 +15,12 @@ values from one small vector per token: a linear layer (``kv_b_proj``) decompres
 ``c`` into every head's non-rotary key part and value, and one rotary key part per token is shared
 by every head. transformers caches ``c`` and that rotary part (``kv_lora_rank + qk_rope_head_dim``
 elements per token and layer), and decompresses the whole cache at every step. Such a block is
-told by its values: they come, through reshapes only, from a linear layer whose input the queries
-do not read (a key/value projection of the hidden state, fused or not, shares its input with the
-queries'). Its cache is that input's width plus the key's part the decompression does not make
-(the key head size less the decompressed key part: per head output less the value head size);
-the per-head keys and values attention reads are :attr:`CacheLayer.decompressed`, the second figure.
+told by its values: they come, through reshapes only, from a linear layer that makes the keys too,
+widens what it reads, and whose input the queries do not read (a key/value projection of the hidden
+state, fused or not, shares its input with the queries'). Its cache is that input's width plus
+the key's part the decompression does not make (the key head size less the decompressed key part:
+per head output less the value head size); the per-head keys and values attention reads are
+:attr:`CacheLayer.decompressed`, the second figure.
 
 **Decode step.** One generated token with ``seq`` tokens cached (``tgt`` in an
 encoder-decoder, whose encoder output stays cached too) runs every op of the forward pass at
@@ -52,7 +53,7 @@ from bertgraph.graph.costbase import (
     shape_poly,
 )
 from bertgraph.graph.facts.attention import eager_products
-from bertgraph.graph.facts.walk import argument
+from bertgraph.graph.facts.walk import argument, computed_in
 from bertgraph.graph.formulas import numel
 from bertgraph.graph.masked import attention_facts_of, divide
 from bertgraph.graph.poly import Poly, PolyError, summed, total
@@ -139,19 +140,20 @@ LAYOUT_OPS = frozenset(
 )
 
 
-def _operands(graph: nx.DiGraph, node: str) -> tuple[str | None, str | None]:
-    """The query and value nodes of an attention block (fused: its operands; eager: of its two products)."""
+def _operands(graph: nx.DiGraph, node: str) -> tuple[str | None, str | None, str | None]:
+    """The query, key and value nodes of an attention block (fused: its operands; eager: of its two products)."""
     if graph.nodes[node].get(g.TARGET) in SDPA_TARGETS:
-        return argument(graph, node, 0), argument(graph, node, 2)
+        return argument(graph, node, 0), argument(graph, node, 1), argument(graph, node, 2)
     scores, weighted = eager_products(graph, node)
-    query = argument(graph, scores, 0) if scores is not None else None
-    return query, argument(graph, weighted, 1) if weighted is not None else None
+    query, key = (argument(graph, scores, i) if scores is not None else None for i in (0, 1))
+    return query, key, argument(graph, weighted, 1) if weighted is not None else None
 
 
 def decompression(graph: nx.DiGraph, node: str) -> str | None:
     """The linear layer that decompresses a latent cache into an attention block's keys and values (MLA),
-    or None: the op its values come from through reshapes only, when the queries do not read its input."""
-    query, current = _operands(graph, node)
+    or None: the op its values come from through reshapes only, when its keys are made from it too and
+    the queries do not read its input."""
+    query, key, current = _operands(graph, node)
     for _ in range(16):
         if current is None or graph.nodes[current].get(g.KIND) != g.OPERATOR:
             return None
@@ -163,25 +165,10 @@ def decompression(graph: nx.DiGraph, node: str) -> str | None:
         current = argument(graph, current, 0)
     else:
         return None
-    latent = argument(graph, current, 0)
-    if latent is None or query is None or latent in _query_sources(graph, query, str(graph.nodes[node].get(g.MODULE))):
+    latent, module = argument(graph, current, 0), str(graph.nodes[node].get(g.MODULE))
+    if latent is None or query is None or key is None or latent in computed_in(graph, query, module):
         return None
-    return current
-
-
-def _query_sources(graph: nx.DiGraph, query: str, module: str) -> set[str]:
-    """Every node the queries are computed from inside the attention module, and the tensors entering it."""
-    seen: set[str] = set()
-    todo = [query]
-    while todo:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        path = str(graph.nodes[current].get(g.MODULE, ""))
-        if graph.nodes[current].get(g.KIND) == g.OPERATOR and (path == module or path.startswith(module + ".")):
-            todo.extend(str(source) for source in graph.predecessors(current))
-    return seen
+    return current if current in computed_in(graph, key, module) else None
 
 
 def _latent_width(graph: nx.DiGraph, node: str, key: tuple[Poly, ...], value: tuple[Poly, ...]) -> int | None:
@@ -197,8 +184,8 @@ def _latent_width(graph: nx.DiGraph, node: str, key: tuple[Poly, ...], value: tu
     key_size, value_size = key[-1].constant(), value[-1].constant()
     if width_in is None or width_out is None or key_size is None or value_size is None:
         return None
-    if not isinstance(heads, int) or heads < 1 or width_out % heads:
-        return None
+    if not isinstance(heads, int) or heads < 1 or width_out % heads or width_out <= width_in:
+        return None  # a decompression makes more than it reads
     shared_key = key_size - (width_out // heads - value_size)  # the key's part no head's decompression makes
     return width_in + shared_key if 0 <= shared_key <= key_size else None
 
