@@ -18,8 +18,10 @@ import pytest
 
 import bertgraph
 from bertgraph.cli import main
+from tests.family_configs import TINY
 from tests.helpers import one_line_error
 from tests.hub_server import HubServer, SilentServer, closed_port_url, folder_files
+from tests.transformers_counts import transformers_total
 
 pytestmark = pytest.mark.xdist_group("hub")  # the checkpoints below are written once, on one worker
 
@@ -195,6 +197,21 @@ def test_totals_through_a_hub_id_are_the_modules_and_the_checkpoints(
     compared = params["checkpoint"]["compared"]
     assert params["total"] == total == compared["graph"] == compared["stored"] == params["checkpoint"]["elements"]
     assert compared["matches"] is True and compared["not_in_model"]["tensors"] == 0
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_every_familys_config_through_a_hub_id_counts_what_transformers_builds(
+    hub: HubServer, capsys: pytest.CaptureFixture[str], model_type: str
+) -> None:
+    """A repository holding a config alone (no weights): fetched, resolved by its family's record and
+    counted from the module tree, its total is what transformers builds of the same config.json."""
+    config = TINY[model_type]
+    repo_id = f"tests-org/config-only-{model_type}"
+    hub.repo(repo_id).add({"config.json": json.dumps(config).encode()})
+    params = _json(["params", repo_id], capsys)
+    assert params["total"] == transformers_total(config), model_type
+    assert "checkpoint" not in params  # no safetensors file, no header asked for
+    assert {path.rsplit("/", 1)[-1] for path in hub.asked()[1:]} == {"config.json"}
 
 
 def test_a_head_the_checkpoint_lacks_and_tensors_the_model_lacks_are_said(
