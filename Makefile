@@ -10,11 +10,18 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: system python node gallery
 
-# Graphviz's dot for diagrams, Chromium for the Mermaid rendering tests, the fonts diagrams are laid out with.
+# Graphviz's dot for diagrams, Chromium for the browser tests, the fonts diagrams are laid out with, and
+# pdflatex from a basic TeX Live (latex-base, latex-recommended, pictures: no more is needed) with
+# poppler's pdftotext for the TikZ tests.
+TEX_PACKAGES := texlive-latex-base texlive-latex-recommended texlive-pictures poppler-utils
 system:
 	@if ! command -v dot >/dev/null || ! command -v chromium >/dev/null || ! fc-list | grep -q "Liberation Sans"; then \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq graphviz chromium fonts-liberation fonts-dejavu-core; \
+	fi
+	@if ! command -v pdflatex >/dev/null || ! kpsewhich tikz.sty >/dev/null || ! command -v pdftotext >/dev/null; then \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES); \
 	fi
 
 python: $(BIN)/bertgraph
@@ -24,10 +31,13 @@ $(BIN)/bertgraph: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	@touch $@
 
-# mermaid.js, pinned, for rendering Mermaid diagrams in the browser during tests.
-node: tests/mermaid/node_modules/mermaid/package.json
+# mermaid.js and mxGraph (the library draw.io reads its files with), pinned, for the browser tests.
+node: tests/mermaid/node_modules/mermaid/package.json tests/drawio/node_modules/mxgraph/package.json
 tests/mermaid/node_modules/mermaid/package.json: tests/mermaid/package-lock.json
 	npm ci --prefix tests/mermaid --no-audit --no-fund --loglevel=error
+	@touch $@
+tests/drawio/node_modules/mxgraph/package.json: tests/drawio/package-lock.json
+	npm ci --prefix tests/drawio --no-audit --no-fund --loglevel=error
 	@touch $@
 
 gallery: python

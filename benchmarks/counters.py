@@ -44,12 +44,12 @@ def model_and_ids(attention: str, smoke: bool) -> tuple[Any, Any]:
 
 def bertgraph_count(smoke: bool) -> dict[str, Any]:
     import bertgraph
-    from bertgraph.graph import cost
+    from bertgraph.graph import cost, costbase
 
     overrides = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128} if smoke else {}
     graph = bertgraph.trace("bert-base-uncased", cache=False, seq_len=SEQ, batch=BATCH, **overrides).graph
     at = {"batch": BATCH, "seq": SEQ}
-    values = {key: cost.evaluate(poly, at) for key, poly in cost.model_totals(graph).items()}
+    values = {key: costbase.evaluate(poly, at) for key, poly in cost.model_totals(graph).items()}
     detail = {**values, "unsupported": cost.unsupported(graph)}
     return {"value": values["matmul_flops"], "unit": "FLOPs", "detail": detail}
 

@@ -2,13 +2,18 @@
 
 For each ``model_type`` without a hand-written record: refused (with its one-line reason), or
 built from its shrunk default config (``generic.built_config``: shrunk and repaired), traced, its parameter total
-held to ``sum(p.numel())`` of the unique parameters of the model built on meta, and its
-default diagram laid out by the real ``dot -Tjson`` and read back: the drawn graph must be
-acyclic. Mixture-of-experts types also record their active parameters per token. Each type
-runs in a process of its own (a crash or a hang costs one row), at most ``--timeout`` seconds.
+held to transformers' own count of the same config dict (``sum(p.numel())`` of the unique parameters
+of the model ``AutoConfig.for_model`` and the type's auto class build on meta, without bertgraph:
+``tests/transformers_counts.py``), and its default diagram laid out by the real ``dot -Tjson`` and
+read back: the drawn graph must be acyclic. Mixture-of-experts types also record their active
+parameters per token. A config as people write one, naming only the depth
+(``{"model_type": T, "num_hidden_layers": 2}``), is counted too (the module tree ``params`` reads)
+and held to transformers' count of it, or refused where transformers cannot build it either. Each
+type runs in a process of its own (a crash or a hang costs one row), at most ``--timeout`` seconds.
 
     make reach            # writes benchmarks/reach.csv and benchmarks/reach.md
     PYTHONPATH=. .venv/bin/python benchmarks/reach.py --types mistral,mixtral --merge   # rerun two rows
+    PYTHONPATH=. .venv/bin/python benchmarks/reach.py --depth-only   # the depth-only columns alone, a minute
 """
 
 from __future__ import annotations
@@ -42,8 +47,13 @@ FIELDS = (
     "experts",
     "experts_per_token",
     "active",
+    "minimal_total",
+    "minimal_transformers",
+    "minimal_exact",
     "seconds",
 )
+# A config naming only the depth: every other field is the config class's default.
+MINIMAL_LAYERS = 2
 HERE = Path(__file__).resolve().parent
 
 
@@ -59,6 +69,7 @@ def check_type(model_type: str, folder: Path) -> dict[str, Any]:
         refusal = text_refusal(model_type)
         if refusal is not None:
             return {**row, "outcome": "not text", "reason": refusal}
+        row.update(_minimal(model_type, folder))
         first: tuple[str, str, BertgraphError] | None = None  # the smallest shrink's failure is the one told
         for level in LEVELS:
             try:
@@ -76,7 +87,8 @@ def check_type(model_type: str, folder: Path) -> dict[str, Any]:
                     row["level"] = first[0]
                     (folder / "config.json").write_text(first[1])
                     raise first[2] from None
-        row["outcome"] = "traced" if row["total_exact"] and row["drawing_acyclic"] else "wrong"
+        exact = row["total_exact"] and row["drawing_acyclic"] and row["minimal_exact"]
+        row["outcome"] = "traced" if exact else "wrong"
     except TraceError as error:
         # The module tree built: what summary and params show without a trace is still held to the model.
         row.update(outcome="refused", cause=error.cause, reason=first_line(error), **_tree(folder))
@@ -100,16 +112,43 @@ def named(reason: str, folder: str, model_type: str) -> str:
     return re.sub(rf"\b{re.escape(folder)}\b", model_type, reason)
 
 
+def _minimal(model_type: str, folder: Path) -> dict[str, Any]:
+    """The config naming only the depth: bertgraph's module-tree total and transformers' count of the
+    same dict; exact when they agree, or when both refuse it (a default transformers cannot build)."""
+    from bertgraph.errors import BertgraphError
+    from bertgraph.model.spec import resolve
+    from bertgraph.tracing import skeleton
+    from tests.transformers_counts import transformers_total
+
+    config = {"model_type": model_type, "num_hidden_layers": MINIMAL_LAYERS}
+    place = folder / "minimal"
+    place.mkdir(exist_ok=True)
+    (place / "config.json").write_text(json.dumps(config))
+    try:
+        theirs: int | str = transformers_total(config)
+    except Exception as error:  # transformers' own refusal: bertgraph must refuse too
+        theirs = f"refused: {type(error).__name__}"
+    try:
+        from bertgraph.graph import stats
+
+        ours: int | str = stats.parameter_stats(skeleton(resolve(str(place))))["total"]
+    except BertgraphError:
+        ours = "refused"
+    exact = ours == theirs or (isinstance(theirs, str) and ours == "refused")
+    return {"minimal_total": ours, "minimal_transformers": theirs, "minimal_exact": exact}
+
+
 def _traced(folder: Path) -> dict[str, Any]:
     import bertgraph
     from bertgraph.graph import stats
-    from bertgraph.model.build import build_model
     from bertgraph.model.spec import resolve
     from bertgraph.render.diagram import build_diagram
     from tests.layout import lay_out
+    from tests.transformers_counts import transformers_total
 
-    spec = resolve(str(folder))
-    model_total = sum(p.numel() for p in build_model(spec).parameters())  # parameters() yields each tensor once
+    resolve(str(folder))  # a config bertgraph refuses (as transformers does) tries the next shrink
+    # transformers' own count of the config written, not the model bertgraph builds from it
+    model_total = transformers_total(json.loads((folder / "config.json").read_text()))
     graph = bertgraph.trace(str(folder), cache=False).graph
     params = stats.parameter_stats(graph)
     layout = lay_out(build_diagram(graph))
@@ -130,13 +169,12 @@ def _traced(folder: Path) -> dict[str, Any]:
 def _tree(folder: Path) -> dict[str, Any]:
     """The parameter total ``summary`` and ``params`` give without a trace, and the model's own."""
     from bertgraph.api import Architecture
-    from bertgraph.model.build import build_model
     from bertgraph.model.spec import resolve
     from bertgraph.tracing import skeleton
+    from tests.transformers_counts import transformers_total
 
-    spec = resolve(str(folder))
-    model_total = sum(p.numel() for p in build_model(spec).parameters())
-    tree = Architecture(skeleton(spec)).params()["total"]
+    model_total = transformers_total(json.loads((folder / "config.json").read_text()))
+    tree = Architecture(skeleton(resolve(str(folder)))).params()["total"]
     return {"tree_total": tree, "model_total": model_total, "total_exact": tree == model_total}
 
 
@@ -191,15 +229,20 @@ def table(rows: list[dict[str, Any]]) -> str:
         f"model types without a record: {len(rows)} · text models: {len(text)} · traced with an exact total and "
         f"an acyclic drawing: {counts['traced']} · wrong: {counts['wrong']} · refused with a reason: "
         f"{counts['refused']} · failed: {sum(1 for r in rows if r['outcome'] == 'failed')} · "
-        f"mixture of experts among the traced: {len(moe)}",
+        f"mixture of experts among the traced: {len(moe)} · configs naming only the depth counted as "
+        f"transformers counts them (or refused where it cannot build them): "
+        f"{sum(1 for r in rows if r.get('minimal_exact') is True)} of {len(text)}",
         "",
         "Made by `make reach` (`benchmarks/reach.py`); the rows are in `benchmarks/reach.csv`. A refused type's",
         "cause is the one `render` and `cost` name (`bertgraph/tracing/causes.py`); where its module tree builds,",
-        "`summary` and `params` still count it (the tree's total, held to the model's).",
+        "`summary` and `params` still count it (the tree's total, held to the model's). Every total is held to",
+        "transformers' own count of the same config dict; the depth-only column is",
+        f'`{{"model_type": T, "num_hidden_layers": {MINIMAL_LAYERS}}}`, counted by `params` (or refused).',
         "",
         *_causes_table(rows),
-        "| model_type | outcome | parameters (shrunk config) | active per token | seconds | cause | reason |",
-        "|---|---|---|---|---|---|---|",
+        "| model_type | outcome | parameters (shrunk config) | active per token | depth-only config | seconds "
+        "| cause | reason |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r["outcome"] == "not text":
@@ -210,12 +253,25 @@ def table(rows: list[dict[str, Any]]) -> str:
         if not total and isinstance(r.get("tree_total"), int):
             total = f"{r['tree_total']:,} (module tree)"
         cause = r.get("cause", "")
+        minimal = _minimal_cell(r)
         lines.append(
-            f"| {r['model_type']} | {r['outcome']} | {total} | {active} | {r.get('seconds', '')} | {cause} | {reason} |"
+            f"| {r['model_type']} | {r['outcome']} | {total} | {active} | {minimal} | {r.get('seconds', '')} | "
+            f"{cause} | {reason} |"
         )
     lines += ["", "Not text models (refused before building):", ""]
     lines += [f"- {r['model_type']}: {r['reason']}" for r in rows if r["outcome"] == "not text"]
     return "\n".join(lines) + "\n"
+
+
+def _minimal_cell(row: dict[str, Any]) -> str:
+    """``855,658,496`` (exact), ``refused by both``, or both figures where they differ."""
+    ours, theirs = row.get("minimal_total", ""), row.get("minimal_transformers", "")
+    if ours == "" and theirs == "":
+        return ""
+    if row.get("minimal_exact") is True:
+        return f"{ours:,}" if isinstance(ours, int) else "refused by both"
+    show = [f"{v:,}" if isinstance(v, int) else str(v) for v in (ours, theirs)]
+    return f"{show[0]} (transformers: {show[1]})"
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -242,9 +298,13 @@ def _causes_table(rows: list[dict[str, Any]]) -> list[str]:
         if r["outcome"] in ("refused", "failed"):
             by_cause.setdefault(r.get("cause") or "other", []).append(r["model_type"])
         elif r["outcome"] == "wrong":
-            by_cause.setdefault(
-                "traced, but drawn with a cycle" if r.get("total_exact") else "traced, total off", []
-            ).append(r["model_type"])
+            if not r.get("total_exact"):
+                wrong = "traced, total off"
+            elif not r.get("drawing_acyclic"):
+                wrong = "traced, but drawn with a cycle"
+            else:
+                wrong = "depth-only config counted off"
+            by_cause.setdefault(wrong, []).append(r["model_type"])
     if not by_cause:
         return []
     lines = ["| cause | types | which |", "|---|---|---|"]
@@ -262,9 +322,18 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--table", action="store_true", help="only write reach.md again from reach.csv")
+    parser.add_argument(
+        "--depth-only",
+        action="store_true",
+        help="only count the depth-only configs again (no trace; a minute) into the rows of reach.csv",
+    )
     args = parser.parse_args()
     if args.table:
         (args.out / "reach.md").write_text(table(read_rows(args.out / "reach.csv")))
+        return 0
+    if args.depth_only:
+        rows = [_with_depth_only(row, args.types) for row in read_rows(args.out / "reach.csv")]
+        write_rows(rows, args.out)
         return 0
     types = args.types.split(",") if args.types else text_types()
     from bertgraph.errors import BertgraphError
@@ -285,12 +354,31 @@ def main() -> int:
         fresh = {row["model_type"]: row for row in rows}
         kept = [fresh.pop(row["model_type"], row) for row in read_rows(args.out / "reach.csv")]
         rows = sorted(kept + list(fresh.values()), key=lambda row: str(row["model_type"]))
-    with (args.out / "reach.csv").open("w", newline="") as stream:
+    write_rows(rows, args.out)
+    return 0
+
+
+def write_rows(rows: list[dict[str, Any]], out: Path) -> None:
+    with (out / "reach.csv").open("w", newline="") as stream:
         writer = csv.DictWriter(stream, FIELDS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    (args.out / "reach.md").write_text(table(rows))
-    return 0
+    (out / "reach.md").write_text(table(rows))
+
+
+def _with_depth_only(row: dict[str, Any], types: str | None) -> dict[str, Any]:
+    """A row with its depth-only columns counted again (a text type's, of ``types`` when given)."""
+    import tempfile
+
+    if row["outcome"] == "not text" or (types and row["model_type"] not in types.split(",")):
+        return row
+    found = _minimal(str(row["model_type"]), Path(tempfile.mkdtemp()))
+    print(json.dumps({"model_type": row["model_type"], **found}), file=sys.stderr, flush=True)
+    row = {**row, **found}
+    if row["outcome"] in ("traced", "wrong"):
+        exact = row.get("total_exact") is True and row.get("drawing_acyclic") is True and found["minimal_exact"]
+        row["outcome"] = "traced" if exact else "wrong"
+    return row
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from bertgraph.version import __version__
 
-__all__ = ["Architecture", "BertgraphError", "__version__", "export_onnx", "read_onnx", "resolve", "trace"]
+__all__ = ["Architecture", "BertgraphError", "__version__", "compare", "export_onnx", "read_onnx", "resolve", "trace"]
 
 if TYPE_CHECKING:
-    from bertgraph.api import Architecture, read_onnx, trace
+    from bertgraph.api import Architecture, compare, read_onnx, trace
     from bertgraph.errors import BertgraphError
     from bertgraph.model import resolve
     from bertgraph.onnx.export import export_onnx
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Architecture": "bertgraph.api",
     "trace": "bertgraph.api",
+    "compare": "bertgraph.api",
     "BertgraphError": "bertgraph.errors",
     "resolve": "bertgraph.model.spec",
     "export_onnx": "bertgraph.onnx.export",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -16,6 +16,9 @@ from bertgraph import cache
 from bertgraph.graph import schema as g
 from bertgraph.graph import stats, views
 from bertgraph.model import ModelSpec, resolve
+
+if TYPE_CHECKING:
+    from bertgraph.graph.compare import Comparison
 
 DEFAULT_DEPTH = 2
 
@@ -73,22 +76,42 @@ class Architecture:
         dtype: str | None = None,
         generate: int | None = None,
         freeze: Sequence[str] = (),
+        weights: str | None = None,
+        scheme: str | None = None,
+        group_size: int = 128,
+        kv_dtype: str | None = None,
+        gpu: str | None = None,
+        gpu_overhead: float = 1.0,
     ) -> dict[str, Any]:
         """FLOPs, activation bytes and memory with their formulas (the ``cost --format json`` object).
 
         Evaluated at each sequence length of ``seq_len`` (default: the example's) and ``batch``;
         an encoder-decoder's decoder is ``decoder_len`` long (default: as long as the input).
         ``generate``: decode steps after each prefill; ``freeze``: parameter names, module paths or
-        globs trained without gradients (``cost --freeze``).
+        globs trained without gradients (``cost --freeze``). The ``deployment`` entry plans the weights
+        as stored (``weights``, ``scheme``, ``group_size``: ``cost --weights``), the KV cache in
+        ``kv_dtype`` and, on a ``gpu`` of the table (``"H100"``), fits, limits and bounds with
+        ``gpu_overhead`` GiB kept for the CUDA context and the allocator.
         """
-        from bertgraph.graph import cost, memory
+        from bertgraph.graph import costbase, costtable, memory
+        from bertgraph.plan import deploy, gpus
 
         lengths = [seq_len] if seq_len is None or isinstance(seq_len, int) else list(seq_len)
-        sizes = [cost.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
+        sizes = [costbase.sizes_for(self.graph, seq=length, batch=batch, decoder=decoder_len) for length in lengths]
         frozen = memory.freeze_patterns(self.graph, freeze)
-        return cost.cost_report(
+        report = costtable.cost_report(
             self.graph, sizes, depth=depth, fold=fold, dtype=dtype, generate=generate, frozen=frozen
         )
+        request = deploy.Request(
+            weights=weights,
+            scheme=scheme,
+            group_size=group_size,
+            kv_dtype=kv_dtype,
+            dtype=dtype,
+            gpu=gpus.gpu_named(gpu) if gpu else None,
+            overhead_bytes=round(gpu_overhead * gpus.GIB),
+        )
+        return deploy.add_deployment(report, self.graph, sizes, request)
 
     def diff(self, other: Architecture) -> dict[str, Any]:
         """What turns this model into ``other`` (modules added, removed, changed)."""
@@ -219,13 +242,16 @@ def trace(
     allow_pickle: bool = False,
     attention: str | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
+    offline: bool | None = None,
     **overrides: int,
 ) -> Architecture:
-    """Trace a model offline and return its :class:`Architecture`.
+    """Trace a model from its config and return its :class:`Architecture`.
 
     Parameters:
         model: a preset (``bert-base-uncased``, ``gpt2``, ``t5-small``, …), a directory with
-            config.json, a config.json path, or a hub id in the local cache.
+            config.json, a config.json path, or a hub id (``org/name``, ``org/name@revision``):
+            from the Hugging Face cache, or its config and safetensors headers fetched into it.
         head: ``base``, ``sequence-classification``, ``token-classification``,
             ``question-answering``, ``masked-lm``, ``multiple-choice``, ``next-sentence``,
             ``pretraining``, ``causal-lm`` or ``seq2seq-lm`` — those the model's family has.
@@ -233,6 +259,7 @@ def trace(
         cache: use the on-disk graph cache.
         attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where the model has it).
         dtype: build the model in ``float16``, ``bfloat16`` or ``float32`` (default: its config's).
+        revision: a hub id's branch, tag or commit; ``offline``: never fetch (as ``HF_HUB_OFFLINE=1``).
         overrides: ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``intermediate``, ``vocab``,
             ``num_labels``.
     """
@@ -245,8 +272,55 @@ def trace(
         allow_pickle=allow_pickle,
         attention=attention,
         dtype=dtype,
+        revision=revision,
+        offline=offline,
     )
     return load(spec, use_cache=cache)
+
+
+def compare(
+    model_a: str,
+    model_b: str,
+    *,
+    head_a: str = "base",
+    head_b: str = "base",
+    seq_len: int | None = None,
+    batch: int = 1,
+    cache: bool = True,
+) -> Comparison:
+    """Compare two models aligned by role: config, architecture, parameters per part, cost at
+    ``batch`` × ``seq_len`` tokens and, when both are checkpoints, their tensors.
+
+    ``comparison.contract()`` is the ``diff --format json`` object.
+    """
+    specs = [
+        resolve(model, head, batch=batch, seq_len=seq_len) for model, head in ((model_a, head_a), (model_b, head_b))
+    ]
+    return compare_specs(specs[0], specs[1], seq_len or min(spec.seq_len for spec in specs), batch, use_cache=cache)
+
+
+def compare_specs(a: ModelSpec, b: ModelSpec, seq_len: int, batch: int = 1, *, use_cache: bool = True) -> Comparison:
+    """:func:`compare` of two resolved specs (each traced, or read from the graph cache, at its default example)."""
+    from dataclasses import replace
+
+    from bertgraph.graph.compare import Side
+    from bertgraph.graph.compare import compare as compare_graphs
+    from bertgraph.model.spec import DEFAULT_SEQ_LEN
+
+    names = [spec.name + (f" ({spec.head})" if spec.head != "base" else "") for spec in (a, b)]
+    if names[0] == names[1] and a.reference != b.reference:
+        names = [spec.reference + (f" ({spec.head})" if spec.head != "base" else "") for spec in (a, b)]
+    sides = []
+    for spec, name in zip((a, b), names):
+        # the graph of the size every other command traces, so the cache serves it: costs are polynomials
+        example = replace(spec, batch=1, seq_len=min(DEFAULT_SEQ_LEN, spec.max_positions or DEFAULT_SEQ_LEN))
+        sides.append(Side(name, load(example, use_cache=use_cache).graph, spec.config, spec.family.sizes))
+    comparison = compare_graphs(sides[0], sides[1], seq=seq_len, batch=batch)
+    if a.weights is not None and b.weights is not None:
+        from bertgraph.model.tensor_diff import compare_checkpoints
+
+        comparison.tensors = compare_checkpoints(a.weights, b.weights, (a.family.prefix, b.family.prefix))
+    return comparison
 
 
 def read_onnx(path: str | Path) -> Architecture:

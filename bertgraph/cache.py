@@ -26,7 +26,7 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.errors import BertgraphError, one_line
-from bertgraph.files import remove_stale_in, temporary_file
+from bertgraph.files import exclusive_lock, remove_stale_in, temporary_file
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from bertgraph.graph.validate import graph_problem, node_link_problem
@@ -117,6 +117,7 @@ def key_material(spec: ModelSpec, kind: str = "trace") -> dict[str, Any]:
         "pickle": _file_identity(spec.pickle_weights) if spec.allow_pickle else None,
         "attention": spec.attention,
         "dtype": spec.dtype,
+        "checkpoint": spec.checkpoint.digest() if spec.checkpoint is not None else None,
         "versions": {
             "bertgraph": __version__,
             "code": _code_digest(),
@@ -281,22 +282,13 @@ def building(spec: ModelSpec) -> Iterator[None]:
     """Hold the build lock of ``spec``'s graph: processes building docs side by side trace it once.
 
     The second process waits, then finds the graph in the cache. Where the cache folder
-    cannot be written, or the platform has no ``fcntl``, there is no lock.
+    cannot be written, there is no lock.
     """
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        yield
-        return
     directory = cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        handle = os.open(directory / f"{key(spec)}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     except OSError:
         yield
         return
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with exclusive_lock(directory / f"{key(spec)}.lock"):
         yield
-    finally:
-        os.close(handle)

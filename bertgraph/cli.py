@@ -8,6 +8,7 @@ status 1 (2 for a malformed command line); ``--debug`` shows the traceback inste
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from bertgraph.api import Architecture
+    from bertgraph.graph.masks import Example
     from bertgraph.model import ModelSpec
 
 # The head vocabulary of bertgraph.model.families.record.HEAD_NAMES (kept here so --help imports nothing).
@@ -35,11 +37,19 @@ HEAD_NAMES = (
     "causal-lm",
     "seq2seq-lm",
 )
-DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html")
-FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown")
+DIAGRAM_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
+FAMILIES_FORMATS = ("svg", "png", "pdf", "dot", "mermaid", "markdown", "tex", "drawio")
+# Formats Graphviz lays out: images, the page, and the editable ones drawn from its layout (render/editable.py).
+LAID_OUT = ("svg", "png", "pdf", "html", "tex", "drawio")
 MASKS_FORMATS = ("svg", "png", "pdf", "dot", "json", "markdown")
 TABLE_FORMATS = ("text", "markdown", "json")
+DIFF_FIGURES = ("svg", "png", "pdf", "dot", "mermaid", "html", "tex", "drawio")
+DIFF_FORMATS = (*TABLE_FORMATS, *DIFF_FIGURES)
 COST_DTYPES = ("float32", "float16", "bfloat16")
+# plan/weights.py's and plan/deploy.py's choices (kept here so --help imports nothing).
+WEIGHT_SCHEMES = ("float32", "bfloat16", "float16", "fp8", "int8", "int4")
+INT4_LAYOUTS = ("gptq", "awq", "nf4")
+KV_DTYPES = ("float32", "bfloat16", "float16", "fp8")
 ANNOTATIONS = ("params", "flops", "memory")
 EDGE_LABELS = ("shapes", "changes", "none")  # render/diagram.py's, kept here so --help imports no renderer
 _TABLE_FORMAT_HELP = "text, markdown or json (default: from the output suffix, .md or .json; else text)"
@@ -73,6 +83,25 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 _positive = _at_least(1)
 _non_negative = _at_least(0)
+
+
+def _amount(allow_zero: bool = False) -> Callable[[str], float]:
+    """An argparse type for a positive (or, with ``allow_zero``, non-negative) finite number."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not (value > 0 or (allow_zero and value == 0)) or value == float("inf"):
+            raise argparse.ArgumentTypeError(
+                f"must be a {'non-negative' if allow_zero else 'positive'} number, got {text}"
+            )
+        return value
+
+    return parse
+
+
 MAX_DEPTH = 4  # 4 draws every operator; nothing is deeper
 
 
@@ -84,13 +113,30 @@ def _depth(text: str) -> int:
     return value
 
 
-def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False) -> None:
-    parser.add_argument(
-        "model",
-        metavar="MODEL",
-        help="preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
-        "config.json, cached hub id, or a .onnx file",
-    )
+def _mask_tokens(text: str) -> int:
+    """An argparse type for the masks example's lengths, up to the figure's limit (``LIMITS["mask"]``)."""
+    from bertgraph.model.fields import LIMITS
+
+    value = _positive(text)
+    limit = LIMITS["mask"]
+    if value > limit.maximum:
+        shown = f"{value:,}" if len(text) <= 24 else f"a number of {len(str(value))} digits"
+        raise argparse.ArgumentTypeError(f"must be at most {limit.maximum:,} ({limit.why}), got {shown}")
+    return value
+
+
+_MODEL_HELP = (
+    "preset (bert-base-uncased, roberta-base, gpt2, t5-small, …), directory with config.json, "
+    "config.json, hub id (org/name or org/name@revision: config and safetensors headers fetched into the "
+    "Hugging Face cache, never weights), or a .onnx file"
+)
+
+
+def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = False, two: bool = False) -> None:
+    if two:
+        parser.add_argument("models", nargs="+", metavar="MODEL", help=f"one or two models: {_MODEL_HELP}")
+    else:
+        parser.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
     if head:
         parser.add_argument(
             "--head",
@@ -121,8 +167,24 @@ def _common(parser: argparse.ArgumentParser, head: bool = True, lengths: bool = 
     parser.add_argument(
         "--allow-pickle", action="store_true", help="allow a pickled pytorch_model.bin checkpoint (it can run code)"
     )
+    _hub_options(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _hub_options(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """``--revision`` and ``--offline``, for every command that names a model."""
+    which = "every hub id named" if several else "a hub id"
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help=f"branch, tag or commit of {which} (default: main; or write org/name@REV)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fetch: hub ids only from the Hugging Face cache (as HF_HUB_OFFLINE=1)",
+    )
 
 
 def _file_path(text: str) -> Path:
@@ -134,6 +196,44 @@ def _file_path(text: str) -> Path:
 
 def _output(parser: argparse.ArgumentParser, required: bool, help_text: str) -> None:
     parser.add_argument("-o", "--output", type=_file_path, required=required, metavar="PATH", help=help_text)
+
+
+def _deployment_options(parser: argparse.ArgumentParser) -> None:
+    """Weights as stored, the KV cache's dtype and a GPU: what ``cost`` and ``report`` plan a deployment with."""
+    plan = parser.add_argument_group(
+        "deployment", "weights as stored, the KV cache in its dtype, and a GPU: memory, fits, limits, bounds"
+    )
+    plan.add_argument(
+        "--weights",
+        choices=WEIGHT_SCHEMES,
+        help="plan the weights in this scheme: a float dtype, fp8 (transformers' fine-grained FP8), int8 "
+        "(bitsandbytes LLM.int8()) or int4 (GPTQ's layout) (default: the checkpoint's headers, else the config's "
+        "quantization_config, else its torch_dtype)",
+    )
+    plan.add_argument("--scheme", choices=INT4_LAYOUTS, help="int4's layout: gptq (default), awq (GEMM) or nf4")
+    plan.add_argument(
+        "--group-size", type=_positive, default=128, metavar="N", help="input channels per int4 group (default 128)"
+    )
+    plan.add_argument(
+        "--kv-dtype", choices=KV_DTYPES, help="the KV cache's dtype (default: the float dtype the model computes in)"
+    )
+    plan.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="a GPU of the table: H100, H200, A100-40GB, A100-80GB, L4, L40S, RTX-4090, RTX-3090, T4",
+    )
+    plan.add_argument(
+        "--gpu-memory", type=_amount(), metavar="GIB", help="another GPU's memory in GiB (an '80 GB' card: 80)"
+    )
+    plan.add_argument("--gpu-bandwidth", type=_amount(), metavar="GB/S", help="its memory bandwidth in GB/s")
+    plan.add_argument("--gpu-flops", type=_amount(), metavar="TFLOP/S", help="its dense tensor-core TFLOP/s")
+    plan.add_argument(
+        "--gpu-overhead",
+        type=_amount(allow_zero=True),
+        default=1.0,
+        metavar="GIB",
+        help="memory kept for the CUDA context and the allocator's reserve, in GiB (default 1)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,15 +261,33 @@ def build_parser() -> argparse.ArgumentParser:
     params.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     _output(params, False, "write to a file instead of standard output")
 
-    diff = commands.add_parser("diff", help="what one head adds or removes compared with another")
-    _common(diff, head=False)
-    diff.add_argument(
-        "--head", action="append", metavar="HEAD", help="give twice: --head A --head B (once: compared with base)"
+    diff = commands.add_parser(
+        "diff",
+        help="two models compared by role (config, architecture, parameters, cost, tensors), or two heads",
+        description="diff A B compares two models aligned by role: config fields, architecture (only what "
+        "differs), parameters per part, cost at --seq-len and --batch, and the tensors of two checkpoints. "
+        "diff MODEL --head X --head Y lists what one head adds or removes compared with another.",
     )
-    diff.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
-    _output(diff, False, "write to a file instead of standard output")
+    _common(diff, head=False, two=True)
+    diff.add_argument(
+        "--head",
+        action="append",
+        metavar="HEAD",
+        help="two models: the head of both; one model: give twice, --head A --head B (once: compared with base)",
+    )
+    diff.add_argument("--head-a", metavar="HEAD", help="the first model's head (two models)")
+    diff.add_argument("--head-b", metavar="HEAD", help="the second model's head (two models)")
+    diff.add_argument(
+        "--format",
+        choices=DIFF_FORMATS,
+        help="text, markdown, json, or a figure of two models: svg, png, pdf, dot, mermaid, html "
+        "(default: from the output suffix; else text)",
+    )
+    _output(diff, False, "write to a file, not standard output (.md .json .svg .png .pdf .dot .mmd .html .tex .drawio)")
 
-    render = commands.add_parser("render", help="diagram as SVG, PNG, PDF, DOT, Mermaid or an interactive HTML page")
+    render = commands.add_parser(
+        "render", help="diagram as SVG, PNG, PDF, DOT, Mermaid, an interactive HTML page, TikZ or draw.io"
+    )
     _common(render)
     render.add_argument("--compare", metavar="HEAD2", help="draw a second head beside the first")
     render.add_argument(
@@ -195,7 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=EDGE_LABELS,
         help="shapes on every edge, only where the shape changes (default), or none",
     )
-    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html)")
+    render.add_argument(
+        "--css",
+        type=_file_path,
+        metavar="FILE",
+        help="a style sheet that restyles the SVG or the page's drawings by role (.role-attention, .edge-residual, …)",
+    )
+    _output(render, True, "output file (.svg .png .pdf .dot .mmd .md .html .tex .drawio)")
 
     cost = commands.add_parser("cost", help="FLOPs and memory per module, as formulas in batch and seq")
     _common(cost, lengths=True)
@@ -229,12 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("--format", choices=TABLE_FORMATS, help=_TABLE_FORMAT_HELP)
     cost.add_argument("--unfold", action="store_true", help="list every repeated layer")
+    _deployment_options(cost)
     _output(cost, False, "write to a file instead of standard output")
 
     report = commands.add_parser("report", help="Markdown report: diagram, tree, parameters, cost, head diff")
     _common(report)
     report.add_argument("--depth", type=_depth, default=2, help="diagram depth, 0 to 4 (default 2)")
-    _output(report, True, "output .md file (the FLOPs plot goes beside it: NAME-flops.png)")
+    _deployment_options(report)
+    _output(report, True, "output .md file (the plots go beside it: NAME-flops.png, NAME-memory.png)")
 
     graph = commands.add_parser("graph", help="the annotated graph as GraphML or node-link JSON")
     _common(graph)
@@ -276,9 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
     families.add_argument(
         "--table", type=_file_path, metavar="PATH.md", help="also write the table to this Markdown file"
     )
+    _hub_options(families, several=True)
     families.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     families.add_argument("--debug", action="store_true", help="show tracebacks")
-    _output(families, True, "output file (.svg .png .pdf .dot .mmd, or .md: Mermaid figure and table)")
+    _output(families, True, "output file (.svg .png .pdf .dot .mmd .tex .drawio, or .md: Mermaid figure and table)")
 
     masks = commands.add_parser(
         "masks",
@@ -288,17 +415,34 @@ def build_parser() -> argparse.ArgumentParser:
         "mask: query rows, key columns, allowed / masked / padding.",
     )
     masks.add_argument("models", nargs="+", metavar="MODEL", help="presets, config folders or hub ids")
-    masks.add_argument("--seq-len", type=_at_least(1), default=8, metavar="N", help="tokens in the example (default 8)")
     masks.add_argument(
-        "--pad", type=_non_negative, default=2, metavar="K", help="padding tokens at its end (default 2)"
+        "--seq-len",
+        type=_mask_tokens,
+        metavar="N",
+        help="tokens in the example, at most 8,192 (default 8, or enough that every sliding window shows: "
+        "3 × a two-sided window, 2 × a causal one; JSON: 8)",
     )
     masks.add_argument(
-        "--decoder-len", type=_at_least(1), metavar="M", help="an encoder-decoder's decoder tokens (default N)"
+        "--pad", type=_non_negative, metavar="K", help="padding tokens at its end (default 2, or a quarter of N)"
     )
-    masks.add_argument("--format", choices=MASKS_FORMATS, help="default: from the output suffix")
+    masks.add_argument(
+        "--decoder-len",
+        type=_mask_tokens,
+        metavar="M",
+        help="an encoder-decoder's decoder tokens (default 3/4 of N); refused when no model named has a decoder",
+    )
+    masks.add_argument(
+        "--format", choices=MASKS_FORMATS, help="default: from the output suffix (json or markdown without -o)"
+    )
+    _hub_options(masks, several=True)
     masks.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     masks.add_argument("--debug", action="store_true", help="show tracebacks")
-    _output(masks, True, "output file (.svg .png .pdf .dot .json, or .md: the page, with the .svg beside it)")
+    _output(
+        masks,
+        False,
+        "output file (.svg .png .pdf .dot .json, or .md: the page, with the .svg beside it); without it, "
+        "--format json or markdown (text grids) goes to standard output",
+    )
 
     gallery = commands.add_parser("gallery", help="regenerate the example diagrams and report")
     gallery.add_argument(
@@ -311,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gallery.add_argument("--model", default="bert-base-uncased", help="model to draw (default bert-base-uncased)")
     gallery.add_argument("--head", default="sequence-classification", help="head to draw")
+    _hub_options(gallery)
     gallery.add_argument("--no-cache", action="store_true", help="do not use the on-disk graph cache")
     gallery.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
@@ -338,6 +483,8 @@ def _spec(args: argparse.Namespace, head: str, seq_len: int | None = None) -> Mo
         allow_pickle=args.allow_pickle,
         attention=getattr(args, "attention", None),
         dtype=getattr(args, "dtype", None),  # cost's --dtype: traced in it
+        revision=args.revision,
+        offline=args.offline,
     )
 
 
@@ -357,6 +504,7 @@ _CONFIG_OPTIONS = (
     "seq_len",
     "batch",
     "attention",
+    "revision",
 )
 
 
@@ -394,14 +542,29 @@ def _check_output(args: argparse.Namespace, *paths: Path, models: Sequence[str] 
     from bertgraph.model.spec import reference_files
 
     inputs = [file for model in (models or [args.model]) for file in reference_files(str(model))]
+    inputs += [args.css] if getattr(args, "css", None) is not None else []  # a style sheet is read too
     for path in paths:
         check_writable(path)
         refuse_inputs(path, inputs)
 
 
 def _table_output(args: argparse.Namespace) -> None:
-    """Settle a table command's format (the suffix's, unless --format says otherwise) and check -o."""
-    implied = _TABLE_SUFFIXES.get(args.output.suffix.lower()) if args.output is not None else None
+    """Settle a table command's format (the suffix's, unless --format says otherwise) and check -o.
+
+    A name another command's format owns (``x.svg``, ``x.onnx``) is refused, with or without
+    --format: a table written there would be taken for that format.
+    """
+    from bertgraph.render import SUFFIX_FORMATS
+
+    suffix = args.output.suffix.lower() if args.output is not None else ""
+    foreign = {**SUFFIX_FORMATS, ".onnx": "onnx"}.get(suffix) if suffix not in _TABLE_SUFFIXES else None
+    if foreign is not None:
+        said = f"--format {args.format} does not match" if args.format else "a table does not go in"
+        raise UsageError(
+            f"{said} the file name {args.output.name}, which says {foreign}; {args.command} writes text, "
+            "markdown or json: name the file .txt, .md or .json"
+        )
+    implied = _TABLE_SUFFIXES.get(suffix)
     if args.format and implied and args.format != implied:
         raise UsageError(
             f"--format {args.format} does not match the file name {args.output.name}; "
@@ -448,14 +611,34 @@ def _print_out(text: str) -> None:
     from bertgraph.errors import BertgraphError
 
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_all(text)
     except BrokenPipeError:
         raise
     except OSError as error:
         full = error.errno in (errno.ENOSPC, errno.EDQUOT)
         reason = "no space left on the device" if full else (error.strerror or str(error)).lower()
         raise BertgraphError(f"cannot write to standard output: {reason}; use -o FILE or free some space") from error
+
+
+def _write_all(text: str) -> None:
+    """Write every byte of ``text`` to standard output, or raise.
+
+    A pipe whose reader leaves mid-write takes part of a large write and reports success
+    (``write`` returns the count it took, and Python's buffered stream drops the rest); the
+    next write then fails with EPIPE. So the bytes are written until none are left: a reader
+    that went away is a :class:`BrokenPipeError`, never a short write ending in status 0.
+    """
+    stream = sys.stdout
+    binary = getattr(stream, "buffer", None)
+    if binary is None:  # a text-only stream (a StringIO standing in for stdout): nothing is short
+        stream.write(text)
+        stream.flush()
+        return
+    stream.flush()  # what was written as text before goes first
+    remaining = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while remaining:
+        remaining = remaining[binary.write(remaining) :]
+    binary.flush()
 
 
 def _tables(
@@ -542,30 +725,37 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from bertgraph.graph import cost
+    from bertgraph.graph import cost, costbase, costtable
+    from bertgraph.model.spec import check_length
+    from bertgraph.plan import deploy
     from bertgraph.render import markdown, text
 
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
+    request = _deployment_request(args)
     _table_output(args)
     lengths: list[int | None] = list(args.seq_len or [None])
     decoders = _decoder_lengths(args.decoder_len, len(lengths))
     if not _is_onnx(args):
         spec = _spec(args, args.head, seq_len=lengths[0])
+        if args.seq_len is None and args.generate is not None and spec.max_positions is not None:
+            # The default example leaves room for the tokens generated after it, as a given one must.
+            room = max(1, spec.max_positions - args.generate)
+            if room < spec.seq_len:
+                lengths = [room]
+                spec = _spec(args, args.head, seq_len=room)
         if args.decoder_len and "tgt" not in spec.dim_names:
             raise UsageError(_no_decoder(args.model))
         for length in lengths[1:]:
             _spec(args, args.head, seq_len=length)  # each length within the model's positions
-        longest = max(args.decoder_len or [0])
-        if spec.max_positions is not None and longest > spec.max_positions:
-            raise UsageError(
-                f"--decoder-len {longest} is above the model's {spec.max_positions} positions; "
-                f"use --decoder-len {spec.max_positions} or less"
-            )
+        for length in args.decoder_len or []:
+            check_length(spec, length, "--decoder-len")
+        if args.generate is not None and spec.family.structure != "encoder-only":
+            _check_generation(spec, lengths, decoders, args.generate, defaulted=args.seq_len is None)
     args.seq_len = lengths[0]
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, lengths[0])
-    if args.decoder_len and not cost.has_decoder_length(arch.graph):
+    if args.decoder_len and not costbase.has_decoder_length(arch.graph):
         raise UsageError(_no_decoder(args.model))
     cost.check_products_counted(arch.graph, name=str(args.model))
     frozen = _frozen(arch.graph, args.freeze)
@@ -575,12 +765,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
         # Every sequence dimension of the file, however its exporter named them, at each length.
         sizes = [
-            cost.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
+            costbase.sizes_for(arch.graph, decoder=d, example=sized_example(arch.graph, args.batch, n))
             for n, d in zip(lengths, decoders)
         ]
     else:
-        sizes = [cost.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
-    report = cost.cost_report(
+        sizes = [costbase.sizes_for(arch.graph, seq=n, batch=batch, decoder=d) for n, d in zip(lengths, decoders)]
+    report = costtable.cost_report(
         arch.graph,
         sizes,
         depth=args.depth,
@@ -589,8 +779,63 @@ def cmd_cost(args: argparse.Namespace) -> int:
         generate=args.generate,
         frozen=frozen,
     )
+    deploy.add_deployment(report, arch.graph, sizes, request)
     _emit(args, _tables(args.format, report, text.generate_cost, markdown.generate_cost))
     return 0
+
+
+_DEPLOYMENT_OPTIONS = ("weights", "scheme", "kv_dtype", "gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops")
+
+
+def _deployment_request(args: argparse.Namespace) -> Any:
+    """The deployment ``cost`` and ``report`` plan (``plan.deploy.Request``), its options checked before any work."""
+    from bertgraph.plan import deploy, gpus
+
+    given = [f"--{name.replace('_', '-')}" for name in _DEPLOYMENT_OPTIONS if getattr(args, name, None) is not None]
+    if _is_onnx(args) and given:
+        raise UsageError(
+            f"{', '.join(given)}: an .onnx file records no attention kinds, so no KV cache or deployment can be "
+            "planned from it; give the model's config instead"
+        )
+    numbers = [f"--gpu-{name}" for name in ("memory", "bandwidth", "flops") if getattr(args, f"gpu_{name}") is not None]
+    if args.gpu is not None and numbers:
+        raise UsageError(f"--gpu {args.gpu} has its numbers in the table: leave out {', '.join(numbers)}, or --gpu")
+    if numbers and (args.gpu_memory is None or args.gpu_bandwidth is None):
+        raise UsageError(
+            "another GPU needs both --gpu-memory (GiB) and --gpu-bandwidth (GB/s); --gpu-flops is optional"
+        )
+    if args.scheme is not None and args.weights != "int4":
+        raise UsageError(f"--scheme {args.scheme} chooses the layout of --weights int4; add --weights int4")
+    if args.gpu is not None:
+        gpu = gpus.gpu_named(args.gpu)
+    elif args.gpu_memory is not None:
+        gpu = gpus.custom_gpu(args.gpu_memory, args.gpu_bandwidth, args.gpu_flops)
+    else:
+        gpu = None
+    return deploy.Request(
+        weights=args.weights,
+        scheme=args.scheme,
+        group_size=args.group_size,
+        kv_dtype=args.kv_dtype,
+        dtype=getattr(args, "dtype", None),
+        gpu=gpu,
+        overhead_bytes=round(args.gpu_overhead * gpus.GIB),
+    )
+
+
+def _check_generation(
+    spec: ModelSpec, lengths: list[int | None], decoders: list[int | None], tokens: int, defaulted: bool
+) -> None:
+    """Each column's prompt and the tokens generated after it fit the model's positions, as one
+    sequence would: the input of a decoder-only model, an encoder-decoder's decoder input
+    (``defaulted``: no --seq-len was given, so the error names none)."""
+    from bertgraph.model.spec import check_generation
+
+    for length, decoder in zip(lengths, decoders):
+        if "tgt" in spec.dim_names and decoder is not None:
+            check_generation(spec, decoder, tokens, "--decoder-len")
+        else:
+            check_generation(spec, length or spec.seq_len, tokens, None if defaulted else "--seq-len")
 
 
 def _frozen(graph: Any, patterns: list[str] | None) -> list[str]:
@@ -613,13 +858,30 @@ def _decoder_lengths(given: list[int] | None, columns: int) -> list[int | None]:
     return list(given)
 
 
-def _no_decoder(model: str) -> str:
-    return f"--decoder-len applies to encoder-decoder models (t5-small, bart-base, …); {model} has no decoder length"
+def _no_decoder(models: str | Sequence[str]) -> str:
+    """The refusal of --decoder-len where no model named has a decoder (cost and masks say it alike)."""
+    names = [models] if isinstance(models, str) else list(models)
+    has = "has" if len(names) == 1 else "have"
+    return (
+        f"--decoder-len applies to encoder-decoder models (t5-small, bart-base, …); {', '.join(names)} {has} "
+        "no decoder length: leave it out"
+    )
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from bertgraph.errors import BertgraphError
     from bertgraph.render import markdown, text
 
+    if len(args.models) > 2:
+        raise BertgraphError(f"diff compares two models, not {len(args.models)}: bertgraph diff A B")
+    if len(args.models) == 2:
+        return _diff_models(args)
+    args.model = args.models[0]
+    if args.head_a or args.head_b:
+        raise BertgraphError(
+            "--head-a and --head-b name the heads of two models (bertgraph diff A B --head-a X --head-b Y); "
+            "for two heads of one model give --head X --head Y"
+        )
     heads = args.head or []
     if len(heads) == 1:
         heads = ["base", heads[0]]
@@ -627,10 +889,91 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("diff needs two heads: --head A --head B (see 'bertgraph diff --help')")
     if _is_onnx(args):
         raise UsageError("diff compares two heads of one config; an .onnx file has one head: use summary or params")
+    if args.format in DIFF_FIGURES or _suffix_format(args) in DIFF_FIGURES:
+        raise BertgraphError(
+            "a diff figure draws two models (bertgraph diff A B -o diff.svg); two heads of one model are drawn "
+            "side by side with render --compare"
+        )
     _table_output(args)
     first, second = (_architecture(args, head) for head in heads)
     _emit(args, _tables(args.format, first.diff(second), text.generate_diff, markdown.generate_diff))
     return 0
+
+
+# A figure's suffixes, beside the tables' (.md and .json).
+_DIFF_SUFFIXES = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid"}
+_DIFF_SUFFIXES |= {".mermaid": "mermaid", ".html": "html", ".htm": "html", ".txt": "text", ".tex": "tex"}
+_DIFF_SUFFIXES |= {".drawio": "drawio"}
+
+
+def _suffix_format(args: argparse.Namespace) -> str | None:
+    if args.output is None:
+        return None
+    suffix = args.output.suffix.lower()
+    return _TABLE_SUFFIXES.get(suffix) or _DIFF_SUFFIXES.get(suffix)
+
+
+def _diff_models(args: argparse.Namespace) -> int:
+    """``diff A B``: two models compared by role, as tables, JSON or a figure."""
+    from bertgraph.api import compare_specs
+    from bertgraph.errors import BertgraphError
+    from bertgraph.files import write_atomic
+    from bertgraph.render import diff, graphviz_run
+
+    if args.head and (args.head_a or args.head_b):
+        raise BertgraphError("give --head (both models) or --head-a and --head-b, not both")
+    if args.head and len(args.head) > 1:
+        raise BertgraphError(
+            "with two models --head names the head of both, once; give each its own with --head-a X --head-b Y "
+            "(two heads of one model: bertgraph diff MODEL --head X --head Y)"
+        )
+    onnx = [model for model in args.models if str(model).lower().endswith(".onnx")]
+    if onnx:
+        raise BertgraphError(f"diff compares models by their configs; {onnx[0]} is an .onnx file: give its config")
+    implied = _suffix_format(args)
+    if args.format and implied and args.format != implied:
+        raise UsageError(f"--format {args.format} does not match the file name {args.output.name}; drop --format")
+    fmt = args.format or implied or "text"
+    if fmt in ("png", "pdf") and args.output is None:
+        raise BertgraphError(f"a {fmt} figure is binary: write it to a file with -o diff.{fmt}")
+    if args.output is not None:
+        _check_output(args, args.output, models=args.models)
+    if fmt in LAID_OUT:
+        graphviz_run.require_dot(args.output)
+    head = (args.head or ["base"])[0]
+    heads = (args.head_a or head, args.head_b or head)
+    specs = [_spec_of(args, model, model_head) for model, model_head in zip(args.models, heads)]
+    seq_len = args.seq_len or min(spec.seq_len for spec in specs)
+    comparison = compare_specs(specs[0], specs[1], seq_len, args.batch or 1, use_cache=not args.no_cache)
+    if fmt in TABLE_FORMATS:
+        _emit(args, diff.tables_text(comparison, fmt))
+        return 0
+    from bertgraph.render import diff_figure
+
+    data = diff_figure.figure(comparison, fmt)
+    if args.output is None:
+        _print_out(data if isinstance(data, str) else data.decode("utf-8"))
+        return 0
+    write_atomic(args.output, data)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _spec_of(args: argparse.Namespace, model: str, head: str) -> ModelSpec:
+    """One model of a diff, resolved with the command's overrides, checked at the size asked for."""
+    from bertgraph.model import resolve
+
+    return resolve(
+        model,
+        head,
+        overrides=_overrides(args),
+        batch=args.batch or 1,
+        seq_len=args.seq_len,
+        allow_pickle=args.allow_pickle,
+        attention=args.attention,
+        revision=args.revision,
+        offline=args.offline,
+    )
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -645,8 +988,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         for option, value in drawing_options:
             if value is not None:
                 raise UsageError(f"{option} applies to diagrams; a .{fmt} file holds the graph itself: leave it out")
+    css = _style_sheet(args, fmt)
     _check_output(args, args.output)
-    if fmt in (*graphviz_run.FORMATS, "html"):
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
     arch = _architecture(args, args.head)
     compare = _architecture(args, args.compare) if args.compare else None
@@ -661,9 +1005,24 @@ def cmd_render(args: argparse.Namespace) -> int:
         warn=_warn,
         annotate=args.annotate,
         edge_labels=args.edge_labels or "changes",
+        css=css,
     )
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _style_sheet(args: argparse.Namespace, fmt: str) -> str:
+    """The checked text of ``--css`` (empty without it), refused for formats no style sheet reaches."""
+    if args.css is None:
+        return ""
+    if fmt not in ("svg", "html"):
+        raise UsageError(
+            f"--css restyles an SVG or the .html page; a {fmt} file has its colours written in: "
+            "write .svg or .html, or leave --css out"
+        )
+    from bertgraph.render.restyle import read_style_sheet
+
+    return read_style_sheet(args.css)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -673,18 +1032,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output.suffix.lower() != ".md":
         raise UsageError(f"report writes Markdown: give an output ending in .md, not {args.output.name}")
     _refuse_config_options_for_onnx(args, allowed=("seq_len", "batch"))
+    request = _deployment_request(args)
     plot_file = report.plot_path(args.output)
-    _check_output(args, args.output, plot_file)
-    _refuse_foreign_plot(args.output, plot_file)
+    # The memory figure is drawn for a GPU named: a report without one writes what it always wrote.
+    memory_file = report.memory_plot_path(args.output) if request.gpu is not None else None
+    companions = [plot_file, *([memory_file] if memory_file else [])]
+    _check_output(args, args.output, *companions)
+    for companion in companions:
+        _refuse_foreign_companion(args.output, companion, "plot", "report")
     arch = _architecture(args, args.head)
     if _is_onnx(args):
         _size_onnx_dims(arch, args.batch, args.seq_len)
     base = _architecture(args, "base") if args.head != "base" and not _is_onnx(args) else None
     svg = args.output.with_suffix(".svg")
     image: bytes | None = None
+    memory_image: bytes | None = None
     note = None
     if plot.available():
         image = plot.generate_flops_png(arch.graph)
+        if memory_file is not None:
+            memory_image = _memory_figure(arch.graph, request)
     else:
         note = plot.INSTALL_HINT
         _warn(note)
@@ -696,30 +1063,48 @@ def cmd_report(args: argparse.Namespace) -> int:
         warn=_warn,
         plot_name=plot_file.name if image is not None else None,
         plot_note=note,
+        deployment=request,
+        memory_plot_name=memory_file.name if memory_file and memory_image is not None else None,
     )
     if image is not None:
         write_atomic(plot_file, image)
         print(f"wrote {plot_file}", file=sys.stderr)
+    if memory_file is not None and memory_image is not None:
+        write_atomic(memory_file, memory_image)
+        print(f"wrote {memory_file}", file=sys.stderr)
     write_atomic(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
-def _refuse_foreign_plot(output: Path, plot_file: Path) -> None:
-    """The report writes its plot beside it, unasked: it replaces only a plot an earlier report there shows."""
+def _memory_figure(graph: Any, request: Any) -> bytes:
+    """The deployment's memory against context length at the example's batch, as PNG."""
+    from bertgraph.graph import costbase
+    from bertgraph.graph import schema as g
+    from bertgraph.plan import deploy
+    from bertgraph.render.memory_plot import generate_memory_png
+
+    curve = deploy.memory_curve(graph, costbase.sizes_for(graph), request)
+    title = f"{graph.graph.get(g.G_NAME, '')} on {request.gpu.name}"
+    return generate_memory_png(curve, title)
+
+
+def _refuse_foreign_companion(output: Path, companion: Path, what: str, page: str) -> None:
+    """A page writes a file beside it, unasked (the report its FLOPs plot, the masks page its figure):
+    it replaces only the file an earlier page of the same name shows (its link there), nothing else."""
     from bertgraph.files import path_kind
     from bertgraph.render.escape import markdown_url
 
-    if path_kind(plot_file).kind == "missing":
+    if path_kind(companion).kind == "missing":
         return
     try:
         earlier = output.read_text(encoding="utf-8", errors="replace") if path_kind(output).kind == "file" else ""
     except OSError:
         earlier = ""
-    if f"]({markdown_url(plot_file.name)})" not in earlier:
+    if f"]({markdown_url(companion.name)})" not in earlier:
         raise UsageError(
-            f"{plot_file} exists and is not the plot of an earlier report {output.name}; the report would "
-            "replace it with its FLOPs plot: move that file away or give the report another name"
+            f"{companion} exists and is not the {what} of an earlier {page} {output.name}; the {page} would "
+            f"replace it with its {what}: move that file away or give the {page} another name"
         )
 
 
@@ -779,7 +1164,7 @@ def cmd_families(args: argparse.Namespace) -> int:
     from bertgraph.render import graphviz_run
     from bertgraph.render.families import DEFAULT_MODELS, write_families
 
-    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd or .md")
+    fmt = _output_format(args, FAMILIES_FORMATS, {".md": "markdown"}, ".svg .png .pdf .dot .mmd .tex .drawio or .md")
     if args.table is not None:
         if args.table.suffix.lower() != ".md":
             raise UsageError(f"--table writes Markdown: name a .md file, not {args.table.name}")
@@ -789,9 +1174,10 @@ def cmd_families(args: argparse.Namespace) -> int:
             raise UsageError("--table and -o name the same file; give the table a name of its own")
     models = args.models or list(DEFAULT_MODELS)
     _check_output(args, *([args.output] if args.table is None else [args.output, args.table]), models=models)
-    if fmt in graphviz_run.FORMATS:
+    if fmt in LAID_OUT:
         graphviz_run.require_dot(args.output)
-    specs = [resolve(model, "base") for model in models]  # every reference checked before any trace
+    # every reference checked (a hub id fetched) before any trace
+    specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in models]
     graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
     written = write_families(
         graphs,
@@ -810,28 +1196,40 @@ def cmd_families(args: argparse.Namespace) -> int:
 
 def cmd_masks(args: argparse.Namespace) -> int:
     from bertgraph.api import load
-    from bertgraph.files import check_writable, write_atomic
-    from bertgraph.graph.masks import Example
+    from bertgraph.files import write_atomic
+    from bertgraph.graph.masks import SEQ_LEN, example_for
     from bertgraph.model import resolve
     from bertgraph.render import graphviz_run
     from bertgraph.render import masks as draw
 
-    fmt = _output_format(args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md")
-    example = Example(args.seq_len, args.pad, args.decoder_len)
-    if args.pad >= min(args.seq_len, example.target_len):
-        raise UsageError(f"--pad {args.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
-    svg = args.output.with_suffix(".svg") if fmt == "markdown" else None
+    fmt = _masks_format(args)
+    svg = args.output.with_suffix(".svg") if fmt == "markdown" and args.output is not None else None
     if svg is not None and svg.resolve() == args.output.resolve():
         raise UsageError("the Markdown page needs a name ending in .md")
-    check_writable(args.output)
+    if args.output is not None:
+        _check_output(args, args.output, *([svg] if svg else []), models=args.models)
     if svg is not None:
-        check_writable(svg)
+        _refuse_foreign_companion(args.output, svg, "figure", "masks page")
+    # every reference checked (a hub id fetched) before any trace
+    specs = [resolve(model, "base", revision=args.revision, offline=args.offline) for model in args.models]
+    if args.decoder_len is not None and not any("tgt" in spec.dim_names for spec in specs):
+        raise UsageError(_no_decoder(args.models))
+    # JSON lists every cell: its default example stays short; a drawing's is long enough to show every window
+    fixed = args.seq_len or (SEQ_LEN if fmt == "json" else None)
+    asked = example_for([], fixed, args.pad, args.decoder_len) if fixed else None
+    if asked is not None:
+        _check_pad(asked)
+    _check_mask_lengths(args, specs, asked)  # the lengths asked, before any trace; a default one is made to fit
     if fmt in graphviz_run.FORMATS or svg is not None:
         graphviz_run.require_dot(args.output)
-    specs = [resolve(model, "base") for model in args.models]  # every reference checked before any trace
-    found = draw.masks_of(
-        ((model, load(spec, use_cache=not args.no_cache).graph) for model, spec in zip(args.models, specs)), example
-    )
+    graphs = [load(spec, use_cache=not args.no_cache).graph for spec in specs]
+    example = example_for(graphs, fixed, args.pad, args.decoder_len)
+    _check_pad(example)
+    found = draw.masks_of(zip(args.models, graphs), example)
+    if args.output is None:
+        words = draw.example_words(found, example)
+        _print_out(draw.json_text(found) if fmt == "json" else "\n".join(draw.markdown_section(found, words, "#")))
+        return 0
     outputs: list[tuple[Path, str | bytes]] = []
     if fmt == "json":
         outputs.append((args.output, draw.json_text(found)))
@@ -846,10 +1244,61 @@ def cmd_masks(args: argparse.Namespace) -> int:
     return 0
 
 
+_MASKS_TEXT = ("json", "markdown")  # what masks writes to standard output without -o
+
+
+def _masks_format(args: argparse.Namespace) -> str:
+    """The format masks writes: from --format or -o's suffix; without -o only a text format."""
+    if args.output is not None:
+        return _output_format(
+            args, MASKS_FORMATS, {".md": "markdown", ".json": "json"}, ".svg .png .pdf .dot .json or .md"
+        )
+    if args.format in _MASKS_TEXT:
+        return str(args.format)
+    if args.format is None:
+        raise UsageError("give -o PATH for the figure, or --format json or markdown for standard output")
+    raise UsageError(
+        f"--format {args.format} is a figure, written to a file: give -o PATH "
+        "(json and markdown can go to standard output)"
+    )
+
+
+def _check_mask_lengths(args: argparse.Namespace, specs: Sequence[ModelSpec], asked: Example | None) -> None:
+    """Each model takes the lengths asked (``asked``: the example of the --seq-len given, or None with
+    only --decoder-len or neither): its tokens, and its decoder's, within the model's positions."""
+    from bertgraph.errors import ConfigError
+    from bertgraph.model.spec import check_length
+
+    decoder_flag = "--decoder-len" if args.decoder_len is not None else "--seq-len"
+    decoder_len = asked.target_len if asked is not None else args.decoder_len
+    for model, spec in zip(args.models, specs):
+        try:
+            if asked is not None:
+                check_length(spec, asked.seq_len)
+            if decoder_len is not None and "tgt" in spec.dim_names:
+                check_length(spec, decoder_len, decoder_flag)
+        except ConfigError as error:
+            raise ConfigError(f"{model}: {error}") from None
+
+
+def _check_pad(example: Example) -> None:
+    if example.pad >= min(example.seq_len, example.target_len):
+        raise UsageError(f"--pad {example.pad} leaves no real token; give a --pad below --seq-len (and --decoder-len)")
+
+
 def cmd_gallery(args: argparse.Namespace) -> int:
     from bertgraph.gallery import build_gallery
 
-    for path in build_gallery(args.output, model=args.model, head=args.head, use_cache=not args.no_cache, warn=_warn):
+    written = build_gallery(
+        args.output,
+        model=args.model,
+        head=args.head,
+        use_cache=not args.no_cache,
+        warn=_warn,
+        revision=args.revision,
+        offline=args.offline,
+    )
+    for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -935,6 +1384,15 @@ def _silence_stdout() -> None:
         pass
 
 
+def _run_command(args: argparse.Namespace, debug: bool) -> int:
+    """The command, with nothing on stderr but bertgraph's lines (everything with --debug) and
+    nothing left behind but its output."""
+    from bertgraph import quiet
+
+    with quiet.no_leftovers(), contextlib.nullcontext() if debug else quiet.libraries_quiet():
+        return COMMANDS[args.command](args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -945,7 +1403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:  # argparse's convention for a missing command: usage on stderr, status 2
             parser.print_help(sys.stderr)
             return 2
-        return COMMANDS[args.command](args)
+        return _run_command(args, debug)
     except UsageError as error:
         from bertgraph.errors import one_line
 

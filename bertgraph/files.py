@@ -325,6 +325,22 @@ def temporary_file(target: Path) -> tuple[int, str]:
     return handle, temporary
 
 
+@contextmanager
+def exclusive_lock(path: Path, mode: int = 0o666) -> Iterator[bool]:
+    """Hold ``flock`` on ``path`` (made if missing, never through a link) for the ``with`` block,
+    so processes take turns; where the file cannot be opened there is no lock (``False``)."""
+    try:
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, mode)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield True
+    finally:
+        os.close(handle)
+
+
 def _lock(handle: int) -> None:
     """Hold ``flock`` on a new temporary entry; where the file system has no locks, the pid still protects it."""
     with suppress(OSError):

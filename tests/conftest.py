@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
     from bertgraph.model import ModelSpec
 
+# No test reaches a real Hub: fetching is off, and the endpoint is a closed local port. Tests of
+# fetching (tests/test_hub.py) turn it on against a server of their own on 127.0.0.1.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
+
 # CI explores the same examples every run, so a failure there is reproducible here.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

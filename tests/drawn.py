@@ -39,7 +39,7 @@ def read_svg(svg: bytes) -> Drawing:
         return [
             "".join(group.find(f"{SVG}title").itertext())  # type: ignore[union-attr]
             for group in root.iter(f"{SVG}g")
-            if group.get("class") == kind
+            if kind in str(group.get("class", "")).split()  # Graphviz's class, then bertgraph's role classes
         ]
 
     texts = "\n".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))

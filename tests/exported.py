@@ -38,6 +38,9 @@ def exported_graph(model: Any, inputs: Inputs, name: str = "model") -> nx.DiGrap
         input_dims={},  # static exports: the dims are named from the pair of graphs, not from symbols
         example_shape=(SIZES[0]["batch"], SIZES[0]["seq"]),
         summary=dict,
+        checkpoint=None,  # no checkpoint, no auto_map classes, no quantization: a bare module's graph
+        remote_code=(),
+        config={},
     )
     graphs = []
     with warnings.catch_warnings():

@@ -1,9 +1,13 @@
 """Real generating models built from tiny configs on the CPU, and their traced graphs, for the planning tests.
 
-Three kinds of decoder: grouped-query (LLaMA, 2 key/value heads for 4 query heads), a sliding
-window on only some layers (Qwen2: layers 2–3 of 4 slide with a window of 16), and an
-encoder-decoder (T5, a self-attention and a cross-attention cache per decoder block); GPT-2
-for a plain one.
+Five kinds of decoder: grouped-query (LLaMA, 2 key/value heads for 4 query heads), a sliding
+window on only some layers (Qwen2: layers 2–3 of 4 slide with a window of 16), sliding and global
+layers in a pattern of the config's (Gemma-2, which runs eager attention only: its scores are
+soft-capped, ``tanh(s / c) · c``, before the softmax; heads of 12 beside a hidden size of 32),
+multi-head latent attention (DeepSeek-V3: a latent of 32 and a shared rotary key part of 16 per
+token cached, decompressed into 4 heads of key 32 and value 32; a dense layer, then 4 routed experts
+and a shared one), and an encoder-decoder (T5, a self-attention and a cross-attention cache per
+decoder block); GPT-2 for a plain one.
 """
 
 from __future__ import annotations
@@ -30,8 +34,56 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sliding_window": WINDOW,
         "max_window_layers": 2,
     },
+    "gemma2": {
+        "model_type": "gemma2",
+        "vocab_size": 99,
+        "hidden_size": 32,
+        "intermediate_size": 37,
+        "num_hidden_layers": 5,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 12,
+        "query_pre_attn_scalar": 12,
+        "sliding_window": 8,
+        "layer_types": [
+            "full_attention",
+            "sliding_attention",
+            "sliding_attention",
+            "full_attention",
+            "sliding_attention",
+        ],
+        "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0,
+        "max_position_embeddings": 64,
+    },
+    "deepseek": {
+        "model_type": "deepseek_v3",
+        "vocab_size": 99,
+        "hidden_size": 128,
+        "intermediate_size": 96,
+        "moe_intermediate_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_rope_head_dim": 16,
+        "qk_nope_head_dim": 16,
+        "v_head_dim": 32,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "max_position_embeddings": 64,
+    },
     "t5": TINY["t5"],
 }
+# Models whose only attention is eager: their default trace is the eager one.
+EAGER_ONLY = ("gemma2",)
+# Mixtures of experts run their experts one by one, whose products FlopCounterMode sees (not the grouped kernel's).
+MIXTURES = ("deepseek",)
 ENCODERS: dict[str, dict[str, Any]] = {"modernbert": TINY["modernbert"]}  # a two-sided window
 ENCODER_DECODERS = ("t5",)
 # Prompt lengths: shorter than the window, and long enough for it to cut.
@@ -43,7 +95,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "planning"
 # Every graph the planning tests read: each model with its default attention, the decoders eager too.
 FIXTURE_GRAPHS: tuple[tuple[str, str | None], ...] = (
     *((name, None) for name in (*CONFIGS, *ENCODERS)),
-    *((name, "eager") for name in CONFIGS),
+    *((name, "eager") for name in CONFIGS if name not in EAGER_ONLY),
 )
 _FOLDER = Path(tempfile.mkdtemp(prefix="bertgraph-generation-"))
 
@@ -72,6 +124,8 @@ def trace_fresh(name: str, attention: str | None = None) -> nx.DiGraph:
 def graph_of(name: str, attention: str | None = None) -> nx.DiGraph:
     """The graph of ``name``, read from its committed file: the planning tests then trace nothing, so they
     run in-process against the graph code alone (and mutation testing can use them)."""
+    if name in EAGER_ONLY and attention == "eager":
+        attention = None
     if (name, attention) not in _GRAPHS:
         committed = (name, attention) in FIXTURE_GRAPHS
         _GRAPHS[name, attention] = (
@@ -106,12 +160,16 @@ if __name__ == "__main__":
 
 
 def real_model(name: str, attention: str = "eager", dtype: Any = None) -> Any:
-    """The model itself, random weights (seeded), in eval mode."""
+    """The model itself, random weights (seeded), in eval mode (eager attention where it has no other)."""
     import torch
     import transformers
 
+    attention = "eager" if name in EAGER_ONLY else attention
+
     config = {**CONFIGS, **ENCODERS}[name]
     fields = {key: value for key, value in config.items() if key != "model_type"}
+    if name in MIXTURES:
+        fields["experts_implementation"] = "eager"
     built = transformers.AutoConfig.for_model(config["model_type"], **fields, attn_implementation=attention)
     kind = transformers.AutoModelForSeq2SeqLM if name in ENCODER_DECODERS else transformers.AutoModelForCausalLM
     kind = transformers.AutoModel if name in ENCODERS else kind

@@ -108,7 +108,7 @@ def test_the_key_material(tmp_path: Path) -> None:
     assert material["name"] == "bert-tiny" and material["head"] == "sequence-classification"
     assert material["config"]["num_hidden_layers"] == 3
     assert material["example"] == [1, 128]
-    assert material["weights"] is None and material["pickle"] is None
+    assert material["weights"] is None and material["pickle"] is None and material["checkpoint"] is None
     assert material["versions"] == {
         "bertgraph": __version__,
         "code": cache._code_digest(),
@@ -119,6 +119,7 @@ def test_the_key_material(tmp_path: Path) -> None:
     assert list(material) == sorted(material)  # plain, sorted JSON data
     assert list(material) == [
         "attention",
+        "checkpoint",
         "config",
         "dtype",
         "example",
@@ -134,6 +135,18 @@ def test_the_key_material(tmp_path: Path) -> None:
     other = dataclasses.replace(spec(), attention="sdpa", dtype="bfloat16")
     assert (cache.key_material(other)["attention"], cache.key_material(other)["dtype"]) == ("sdpa", "bfloat16")
     assert cache.key_material(spec(), "onnx")["kind"] == "onnx"
+
+
+def test_the_key_covers_every_tensor_a_checkpoint_stores() -> None:
+    """A hub model's headers are the checkpoint's identity (no file to stat): a tensor more is another key."""
+    from bertgraph.model.stored import Checkpoint, StoredTensor
+
+    one = StoredTensor("a.weight", "BF16", (2, 2), 8, "model.safetensors", "weight")
+    stored = Checkpoint("org/name@" + "0" * 40, ("model.safetensors",), False, (one,))
+    more = dataclasses.replace(stored, tensors=(one, one._replace(name="b.weight")))
+    keys = {cache.key(dataclasses.replace(spec(), checkpoint=found)) for found in (None, stored, more)}
+    assert len(keys) == 3
+    assert cache.key_material(dataclasses.replace(spec(), checkpoint=stored))["checkpoint"] == stored.digest()
 
 
 def test_the_key_covers_a_pickled_checkpoint_only_when_allowed(tmp_path: Path) -> None:

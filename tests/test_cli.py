@@ -46,7 +46,7 @@ def test_an_empty_model_says_what_to_give(model: str, capsys: pytest.CaptureFixt
     line = one_line_error(["summary", model], capsys)
     assert line == (
         "bertgraph: error: MODEL is empty; give a preset such as bert-base-uncased, a directory with "
-        "config.json, a config.json file or an .onnx file"
+        "config.json, a config.json file, a hub id such as org/name, or an .onnx file"
     )
 
 

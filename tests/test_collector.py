@@ -64,8 +64,9 @@ def test_nothing_is_collected_inside_and_cycles_are_freed_after(collecting: None
     del kept
 
 
-def test_a_collector_switched_off_stays_off_and_nothing_is_collected(collecting: None) -> None:
-    """Off (the command line turns it off for the whole run): settling and leaving collect nothing."""
+def test_a_collector_switched_off_stays_off_and_only_settling_and_leaving_collect(collecting: None) -> None:
+    """Off (the command line turns it off for the whole run): settling frees what importing left, so the
+    export fills that memory, and leaving frees what tracing left; nothing stays set aside."""
     runs: list[int] = []
 
     def count(phase: str, info: dict[str, int]) -> None:
@@ -76,11 +77,20 @@ def test_a_collector_switched_off_stays_off_and_nothing_is_collected(collecting:
     gc.callbacks.append(count)
     try:
         with collector.paused() as settle:
+            before = weakref.ref(_Cycle())  # what importing leaves: a cycle nothing refers to
             settle()
-            assert gc.get_freeze_count() == 0  # nothing set aside: nothing would walk it later
+            assert runs == [2] and before() is None
+            assert gc.get_freeze_count() > 0  # what lives on is set aside: the last walk skips it
+            left = weakref.ref(_Cycle())
+            for _ in range(50_000):
+                _Cycle()
+            settle()  # settling twice walks nothing more
+            assert runs == [2]
+            assert left() is not None  # off: no automatic collection
+        assert left() is None
     finally:
         gc.callbacks.remove(count)
-    assert runs == []
+    assert runs == [2, 2]
     assert not gc.isenabled()
     assert gc.get_freeze_count() == 0
 

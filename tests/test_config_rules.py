@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -173,6 +174,13 @@ def test_every_limit_is_the_largest_accepted_value(role: str) -> None:
         for name, rule in BERT_RULES.fields.items()
         if rule.kind == "count" and rule.role == role and name not in bounded_by_others
     ]
+    if role == "mask":  # the masks figure's example lengths, a limit of the command line, not of a config
+        from bertgraph.cli import _mask_tokens
+
+        assert _mask_tokens(str(limit)) == limit
+        with pytest.raises(argparse.ArgumentTypeError, match=f"must be at most {limit:,}"):
+            _mask_tokens(str(limit + 1))
+        return
     if role == "example":
         assert resolve("bert-tiny", batch=limit).batch == limit
         with pytest.raises(ConfigError, match=f"--batch {limit + 1:,} is above the limit of {limit:,}"):

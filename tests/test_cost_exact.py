@@ -21,7 +21,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from bertgraph.graph import cost, memory
+from bertgraph.graph import cost, costbase, costtable, memory
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from tests.generation_runs import graph_of
@@ -185,7 +185,7 @@ def test_one_op_costs_and_every_reason_it_has_none() -> None:
 
 
 def test_itemsizes_and_shapes() -> None:
-    assert [cost.itemsize(d) for d in ("float64", "bfloat16", "float8_e5m2", "int32", "bool", "uint16")] == [
+    assert [costbase.itemsize(d) for d in ("float64", "bfloat16", "float8_e5m2", "int32", "bool", "uint16")] == [
         8,
         2,
         1,
@@ -193,8 +193,8 @@ def test_itemsizes_and_shapes() -> None:
         1,
         2,
     ]
-    assert cost.itemsize("complex64") == 8 and cost.itemsize("nope") is None
-    assert cost.shape_poly([2, "batch*seq"]) == (Poly.const(2), Poly.parse("batch*seq"))
+    assert costbase.itemsize("complex64") == 8 and costbase.itemsize("nope") is None
+    assert costbase.shape_poly([2, "batch*seq"]) == (Poly.const(2), Poly.parse("batch*seq"))
 
 
 def with_unknown_products(count: int, source: str = "torch.export") -> nx.DiGraph:
@@ -215,7 +215,7 @@ def test_a_product_without_a_formula_is_refused_as_such() -> None:
     graph.nodes[query][g.TARGET] = "aten.einsum.default"
     graph = recosted(graph)
     assert cost.uncounted_products(graph) == {"aten.einsum.default": 1}
-    with pytest.raises(cost.CostError) as raised:
+    with pytest.raises(costbase.CostError) as raised:
         cost.check_products_counted(graph)
     assert str(raised.value) == (
         "bert-tiny: 1 matrix product (aten.einsum.default) has no FLOP formula in bertgraph, so the matmul "
@@ -224,7 +224,7 @@ def test_a_product_without_a_formula_is_refused_as_such() -> None:
     two = bert_tiny()
     for name in (query, "bert.encoder.layer.1.attention.self.key:linear"):
         two.nodes[name][g.TARGET] = "aten.einsum.default"
-    with pytest.raises(cost.CostError) as raised:
+    with pytest.raises(costbase.CostError) as raised:
         cost.check_products_counted(recosted(two))
     assert str(raised.value).startswith(
         "bert-tiny: 2 matrix products (2 × aten.einsum.default) have no FLOP formula in bertgraph, so the matmul "
@@ -232,7 +232,7 @@ def test_a_product_without_a_formula_is_refused_as_such() -> None:
     both = bert_tiny()
     both.nodes[query][g.TARGET] = "onnx::Einsum"
     both.nodes["bert.pooler.dense:linear"][g.SHAPE] = ["?", 128]
-    with pytest.raises(cost.CostError, match=r"^bert-tiny: 1 matrix product \(onnx::Einsum\) has no FLOP formula"):
+    with pytest.raises(costbase.CostError, match=r"^bert-tiny: 1 matrix product \(onnx::Einsum\) has no FLOP formula"):
         cost.check_products_counted(recosted(both))
 
 
@@ -243,7 +243,7 @@ def test_a_product_without_a_cost_is_refused_in_one_line() -> None:
         "aten.gelu.default (shape unknown)": 1,
         "aten.linear.default (shape unknown)": 2,
     }
-    with pytest.raises(cost.CostError) as raised:
+    with pytest.raises(costbase.CostError) as raised:
         cost.check_products_counted(graph)
     assert str(raised.value) == (
         "bert-tiny: 2 matrix products (2 × aten.linear.default) have shapes tracing could not work out, so the "
@@ -252,13 +252,13 @@ def test_a_product_without_a_cost_is_refused_in_one_line() -> None:
     )
     one = with_unknown_products(1, "onnx")
     with pytest.raises(
-        cost.CostError,
+        costbase.CostError,
         match=r"^model\.onnx: 1 matrix product \(aten\.linear\.default\) has shapes "
         r"ONNX shape inference could not",
     ):
         cost.check_products_counted(one, "model.onnx")
     del one.graph[g.G_NAME]
-    with pytest.raises(cost.CostError, match=r"^the model: 1 matrix product"):
+    with pytest.raises(costbase.CostError, match=r"^the model: 1 matrix product"):
         cost.check_products_counted(one)
     cost.check_products_counted(recosted())  # every product counted: no error
     two = bert_tiny()
@@ -266,7 +266,7 @@ def test_a_product_without_a_cost_is_refused_in_one_line() -> None:
     sdpa = "bert.encoder.layer.1.attention.self:scaled_dot_product_attention"
     two.nodes[sdpa][g.SHAPE] = ["?"]
     with pytest.raises(
-        cost.CostError,
+        costbase.CostError,
         match=r"^bert-tiny: 2 matrix products \(aten\.linear\.default, "
         r"aten\.scaled_dot_product_attention\.default\) have shapes",
     ):
@@ -291,60 +291,60 @@ def test_a_weight_operand_is_a_parameter_or_an_op_reading_only_parameters() -> N
     graph.add_node("s", **node(**{g.OP: "MatMul", g.SHARED_PARAMS: ["w"]}))
     graph.add_node("a", **node(**{g.OP: "MatMul"}))
     graph.add_edges_from([("x", "t"), ("x", "m"), ("m", "a"), ("x", "a")])
-    assert cost.reads_weights(graph.nodes["s"]) and not cost.reads_weights(graph.nodes["m"])
-    assert cost.has_weight_operand(graph, "s")
-    assert not cost.has_weight_operand(graph, "a")  # both operands activations: attention
-    assert not cost.has_weight_operand(graph, "m")  # the transpose reads the input too
+    assert costbase.reads_weights(graph.nodes["s"]) and not costbase.reads_weights(graph.nodes["m"])
+    assert costbase.has_weight_operand(graph, "s")
+    assert not costbase.has_weight_operand(graph, "a")  # both operands activations: attention
+    assert not costbase.has_weight_operand(graph, "m")  # the transpose reads the input too
     graph.remove_edge("x", "t")
     graph.add_edge("t", "m")
-    assert cost.has_weight_operand(graph, "m")
+    assert costbase.has_weight_operand(graph, "m")
     graph.nodes["t"][g.KIND] = g.INPUT
-    assert not cost.has_weight_operand(graph, "m")
+    assert not costbase.has_weight_operand(graph, "m")
 
 
 def test_node_polynomials_read_text_and_default_to_zero() -> None:
-    assert cost.node_poly({g.MATMUL_FLOPS: "2*seq"}, g.MATMUL_FLOPS) == Poly.parse("2*seq")
-    assert cost.node_poly({g.MATMUL_FLOPS: 7}, g.MATMUL_FLOPS) == Poly()
-    assert cost.node_poly({}, g.MATMUL_FLOPS) == Poly()
-    assert cost.node_flops({g.MATMUL_FLOPS: "seq", g.OTHER_FLOPS: "3"}) == Poly.parse("seq + 3")
+    assert costbase.node_poly({g.MATMUL_FLOPS: "2*seq"}, g.MATMUL_FLOPS) == Poly.parse("2*seq")
+    assert costbase.node_poly({g.MATMUL_FLOPS: 7}, g.MATMUL_FLOPS) == Poly()
+    assert costbase.node_poly({}, g.MATMUL_FLOPS) == Poly()
+    assert costbase.node_flops({g.MATMUL_FLOPS: "seq", g.OTHER_FLOPS: "3"}) == Poly.parse("seq + 3")
 
 
 def test_sizes() -> None:
     graph = bert_tiny()
-    assert cost.sequence_name(graph) == "seq" and not cost.has_decoder_length(graph)
-    assert cost.sizes_for(graph) == {"batch": 1, "seq": 128}
-    assert cost.sizes_for(graph, seq=7, batch=3) == {"batch": 3, "seq": 7}
-    assert cost.sizes_for(graph, example={"seq": 5}) == {"seq": 5}
-    with pytest.raises(cost.CostError, match=r"^bert-tiny has no decoder length: a decoder length applies to "):
-        cost.sizes_for(graph, decoder=4)
+    assert costbase.sequence_name(graph) == "seq" and not costbase.has_decoder_length(graph)
+    assert costbase.sizes_for(graph) == {"batch": 1, "seq": 128}
+    assert costbase.sizes_for(graph, seq=7, batch=3) == {"batch": 3, "seq": 7}
+    assert costbase.sizes_for(graph, example={"seq": 5}) == {"seq": 5}
+    with pytest.raises(costbase.CostError, match=r"^bert-tiny has no decoder length: a decoder length applies to "):
+        costbase.sizes_for(graph, decoder=4)
     graph.graph[g.G_NAME] = ""
-    with pytest.raises(cost.CostError, match=r"^this model has no decoder length"):
-        cost.sizes_for(graph, decoder=4)
+    with pytest.raises(costbase.CostError, match=r"^this model has no decoder length"):
+        costbase.sizes_for(graph, decoder=4)
     onnx = nx.DiGraph(**{g.G_EXAMPLE: {"batch": 1, "sequence": 9}})
-    assert cost.sequence_name(onnx) == "sequence"
-    assert cost.sizes_for(onnx, seq=4) == {"batch": 1, "sequence": 4}
-    assert cost.sequence_name(nx.DiGraph(**{g.G_EXAMPLE: {"sequence": 9, "seq": 9}})) == "seq"
-    assert cost.sequence_name(nx.DiGraph()) == "seq"
-    assert not cost.has_decoder_length(nx.DiGraph()) and cost.sizes_for(nx.DiGraph(), batch=2) == {"batch": 2}
+    assert costbase.sequence_name(onnx) == "sequence"
+    assert costbase.sizes_for(onnx, seq=4) == {"batch": 1, "sequence": 4}
+    assert costbase.sequence_name(nx.DiGraph(**{g.G_EXAMPLE: {"sequence": 9, "seq": 9}})) == "seq"
+    assert costbase.sequence_name(nx.DiGraph()) == "seq"
+    assert not costbase.has_decoder_length(nx.DiGraph()) and costbase.sizes_for(nx.DiGraph(), batch=2) == {"batch": 2}
     t5 = graph_of("t5")
-    assert cost.has_decoder_length(t5)
-    example = cost.sizes_for(t5)
-    assert cost.sizes_for(t5, seq=20)["tgt"] == 20  # the decoder follows the input
-    assert cost.sizes_for(t5, seq=20, decoder=6) == {**example, "seq": 20, "tgt": 6}
-    assert cost.sizes_for(t5, decoder=6)["seq"] == example["seq"]
-    assert cost.at_length({"batch": 2, "seq": 3}, "seq", 9) == {"batch": 2, "seq": 9}
-    assert cost.at_length({"seq": 3, "tgt": 4}, "seq", 9) == {"seq": 9, "tgt": 9}
-    assert cost.size_label({"batch": 1, "seq": 128}) == "batch=1, seq=128"
+    assert costbase.has_decoder_length(t5)
+    example = costbase.sizes_for(t5)
+    assert costbase.sizes_for(t5, seq=20)["tgt"] == 20  # the decoder follows the input
+    assert costbase.sizes_for(t5, seq=20, decoder=6) == {**example, "seq": 20, "tgt": 6}
+    assert costbase.sizes_for(t5, decoder=6)["seq"] == example["seq"]
+    assert costbase.at_length({"batch": 2, "seq": 3}, "seq", 9) == {"batch": 2, "seq": 9}
+    assert costbase.at_length({"seq": 3, "tgt": 4}, "seq", 9) == {"seq": 9, "tgt": 9}
+    assert costbase.size_label({"batch": 1, "seq": 128}) == "batch=1, seq=128"
 
 
 def test_evaluating_needs_every_dimension() -> None:
     poly = Poly.parse("2*batch*seq + tgt")
-    assert cost.evaluate(poly, {"batch": 2, "seq": 3, "tgt": 1}) == 13
-    with pytest.raises(cost.CostError) as raised:
-        cost.evaluate(poly, {"batch": 2, "x": 1})
+    assert costbase.evaluate(poly, {"batch": 2, "seq": 3, "tgt": 1}) == 13
+    with pytest.raises(costbase.CostError) as raised:
+        costbase.evaluate(poly, {"batch": 2, "x": 1})
     assert str(raised.value) == "the cost depends on the dimension 'seq', which has no size here (known: batch, x)"
-    with pytest.raises(cost.CostError, match=r"dimension 'batch', which has no size here \(known: none\)$"):
-        cost.evaluate(poly, {})
+    with pytest.raises(costbase.CostError, match=r"dimension 'batch', which has no size here \(known: none\)$"):
+        costbase.evaluate(poly, {})
 
 
 def test_attention_overtakes_the_linear_layers_at_769_tokens() -> None:
@@ -378,21 +378,21 @@ def test_flops_curves_at_each_length() -> None:
 
 
 def test_the_attention_a_graph_runs() -> None:
-    assert cost.attention_implementation(bert_tiny()) == "sdpa"
-    assert cost.attention_implementation(graph_of("gpt2", "eager")) == "eager"
-    assert cost.attention_implementation(chain(["softmax"])) == "eager"
-    assert cost.attention_implementation(chain(["Softmax"])) == "eager"
-    assert cost.attention_implementation(chain(["add", "mul"])) == "none"
+    assert costtable.attention_implementation(bert_tiny()) == "sdpa"
+    assert costtable.attention_implementation(graph_of("gpt2", "eager")) == "eager"
+    assert costtable.attention_implementation(chain(["softmax"])) == "eager"
+    assert costtable.attention_implementation(chain(["Softmax"])) == "eager"
+    assert costtable.attention_implementation(chain(["add", "mul"])) == "none"
 
 
 def test_the_cost_report_of_bert_tiny() -> None:
     sizes = [{"batch": 1, "seq": 16}, {"batch": 2, "seq": 64}]
-    report = cost.cost_report(bert_tiny(), sizes)
-    flops = [cost.evaluate(Poly.parse(LINEAR) + Poly.parse(ATTENTION) + Poly.parse(OTHER), s) for s in sizes]
+    report = costtable.cost_report(bert_tiny(), sizes)
+    flops = [costbase.evaluate(Poly.parse(LINEAR) + Poly.parse(ATTENTION) + Poly.parse(OTHER), s) for s in sizes]
     assert report["total"][cost.FLOPS]["values"] == flops
     assert report["total"][cost.LINEAR_FLOPS]["formula"] == LINEAR
     assert report["total"][cost.ATTENTION_FLOPS]["readable"] == "1,536·batch·seq²"
-    assert cost.MASKED_ATTENTION_FLOPS in report["total"] and cost.KV_CACHE not in report["total"]
+    assert costtable.MASKED_ATTENTION_FLOPS in report["total"] and costtable.KV_CACHE not in report["total"]
     assert (report["model"], report["head"], report["model_class"]) == (
         "bert-tiny",
         "sequence-classification",
@@ -414,43 +414,43 @@ def test_the_cost_report_of_bert_tiny() -> None:
     saved = report["training"]["activations"]["values"]
     assert memory["training_activation_bytes"] == saved
     assert report["training"]["total_with_activations"] == [16 * PARAMETERS + value for value in saved]
-    half = cost.cost_report(bert_tiny(), sizes[:1], dtype="bfloat16")
+    half = costtable.cost_report(bert_tiny(), sizes[:1], dtype="bfloat16")
     assert half["memory"]["parameter_bytes"] == 2 * PARAMETERS and half["assumptions"]["dtype"] == "bfloat16"
     assert half["training"]["activations"]["dtype"] == "float32"  # what the graph was traced in
 
 
 def test_generating_is_refused_for_an_encoder_and_an_onnx_file() -> None:
-    with pytest.raises(cost.CostError, match=r"^bert-tiny does not generate \(no causal or cross-attention "):
-        cost.cost_report(bert_tiny(), [{"batch": 1, "seq": 8}], generate=4)
+    with pytest.raises(costbase.CostError, match=r"^bert-tiny does not generate \(no causal or cross-attention "):
+        costtable.cost_report(bert_tiny(), [{"batch": 1, "seq": 8}], generate=4)
     onnx = bert_tiny()
     onnx.graph[g.G_SOURCE] = "onnx"
-    with pytest.raises(cost.CostError, match=r"^--generate needs the attention facts an ONNX file does not record"):
-        cost.cost_report(onnx, [{"batch": 1, "seq": 8}], generate=4)
-    report = cost.cost_report(onnx, [{"batch": 1, "seq": 8}])
-    assert report["notes"] == [cost.ONNX_ATTENTION_NOTE, cost.ONNX_TRAINING_NOTE]
+    with pytest.raises(costbase.CostError, match=r"^--generate needs the attention facts an ONNX file does not record"):
+        costtable.cost_report(onnx, [{"batch": 1, "seq": 8}], generate=4)
+    report = costtable.cost_report(onnx, [{"batch": 1, "seq": 8}])
+    assert report["notes"] == [costtable.ONNX_ATTENTION_NOTE, costtable.ONNX_TRAINING_NOTE]
     assert report["memory"]["training_activation_bytes"] is None and "activations" not in report["training"]
     assert not any("saved_bytes" in row for row in report["rows"])
-    assert cost.MASKED_ATTENTION_FLOPS not in report["total"]
-    assert cost.planning_totals(onnx, "float32") == ({}, [cost.ONNX_ATTENTION_NOTE])
-    assert cost.from_onnx(onnx) and not cost.from_onnx(bert_tiny())
+    assert costtable.MASKED_ATTENTION_FLOPS not in report["total"]
+    assert costtable.planning_totals(onnx, "float32") == ({}, [costtable.ONNX_ATTENTION_NOTE])
+    assert costbase.from_onnx(onnx) and not costbase.from_onnx(bert_tiny())
 
 
 def test_a_decoder_plans_its_cache_and_steps() -> None:
     graph = graph_of("gpt2")
-    found, notes = cost.planning_totals(graph, "float32")
-    assert notes == [] and set(found) == {cost.MASKED_ATTENTION_FLOPS, cost.KV_CACHE, cost.DECODE_FLOPS}
-    report = cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=3)
+    found, notes = costtable.planning_totals(graph, "float32")
+    assert notes == [] and set(found) == {costtable.MASKED_ATTENTION_FLOPS, costtable.KV_CACHE, costtable.DECODE_FLOPS}
+    report = costtable.cost_report(graph, [{"batch": 1, "seq": 8}], generate=3)
     assert len(report["generate"]) == 1 and report["generate"][0]["kv_cache_bytes"] > 0
 
 
 def test_the_report_costs_a_graph_without_costs_and_its_options_reach_every_part() -> None:
     sizes = [{"batch": 1, "seq": 16}]
-    plain = cost.cost_report(recosted(), sizes)
+    plain = costtable.cost_report(recosted(), sizes)
     stripped = recosted()
     for _, data in stripped.nodes(data=True):
         for key in COST_KEYS:
             data.pop(key, None)
-    assert cost.cost_report(stripped, sizes) == plain  # the pass runs first when the graph has no costs
+    assert costtable.cost_report(stripped, sizes) == plain  # the pass runs first when the graph has no costs
     rows = {row["path"]: row for row in plain["rows"]}
     assert rows["classifier"]["repeat"] == 1 and "calls" not in rows["classifier"]
     assert rows["classifier"]["other_flops"]["values"] == [2]
@@ -466,20 +466,20 @@ def test_the_report_costs_a_graph_without_costs_and_its_options_reach_every_part
         "flops": "matmul FLOPs count 2 per multiply-add, as torch.utils.flop_counter does; "
         "attention_matmul_flops_masked counts only the pairs the mask allows, which FlopCounterMode does not",
     }
-    shallow = cost.cost_report(recosted(), sizes, depth=1, fold=False)
+    shallow = costtable.cost_report(recosted(), sizes, depth=1, fold=False)
     assert [row["path"] for row in shallow["rows"]] == [row["path"] for row in cost.cost_rows(recosted(), 1, False)]
     assert [row["path"] for row in shallow["rows"]] != [row["path"] for row in plain["rows"]]
-    half = cost.cost_report(recosted(), sizes, dtype="bfloat16")
+    half = costtable.cost_report(recosted(), sizes, dtype="bfloat16")
     assert half["memory"]["peak_activation_bytes"][0] < found.bytes
     # Frozen feed-forward inputs: no gradient state for them, and their inputs need not be kept.
     frozen = [row["name"] for row in g.parameter_rows(recosted()) if ".intermediate.dense." in row["name"]]
-    cold = cost.cost_report(recosted(), sizes, frozen=frozen)
+    cold = costtable.cost_report(recosted(), sizes, frozen=frozen)
     assert cold["training"]["frozen_parameters"] == LAYERS * (H * FF + FF)
     assert cold["training"]["activations"]["values"][0] < plain["training"]["activations"]["values"][0]
 
 
 def test_a_report_at_size_zero_has_no_shares() -> None:
-    report = cost.cost_report(recosted(), [{"batch": 0, "seq": 8}])
+    report = costtable.cost_report(recosted(), [{"batch": 0, "seq": 8}])
     assert all(row["share"] == [0.0] for row in report["rows"])
 
 
@@ -487,10 +487,10 @@ def test_a_nameless_graph_reports_empty_names() -> None:
     graph = recosted()
     for key in (g.G_NAME, g.G_HEAD, g.G_MODEL_CLASS):
         del graph.graph[key]
-    report = cost.cost_report(graph, [{"batch": 1, "seq": 8}])
+    report = costtable.cost_report(graph, [{"batch": 1, "seq": 8}])
     assert (report["model"], report["head"], report["model_class"]) == ("", "", "")
-    with pytest.raises(cost.CostError) as raised:
-        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+    with pytest.raises(costbase.CostError) as raised:
+        costtable.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
     assert str(raised.value) == (
         "this model does not generate (no causal or cross-attention that caches keys); --generate applies to "
         "decoders such as gpt2 or t5-small"
@@ -500,12 +500,12 @@ def test_a_nameless_graph_reports_empty_names() -> None:
 def test_a_decoders_cache_is_planned_in_the_dtype_asked_for() -> None:
     graph = graph_of("gpt2")
     sizes = [{"batch": 1, "seq": 8}]
-    full = cost.cost_report(graph, sizes, generate=3)
-    half = cost.cost_report(graph, sizes, generate=3, dtype="bfloat16")
-    assert half["total"][cost.KV_CACHE]["values"][0] * 2 == full["total"][cost.KV_CACHE]["values"][0]
+    full = costtable.cost_report(graph, sizes, generate=3)
+    half = costtable.cost_report(graph, sizes, generate=3, dtype="bfloat16")
+    assert half["total"][costtable.KV_CACHE]["values"][0] * 2 == full["total"][costtable.KV_CACHE]["values"][0]
     assert half["generate"][0]["kv_cache_bytes"] * 2 == full["generate"][0]["kv_cache_bytes"]
-    found, _ = cost.planning_totals(graph, "bfloat16")
-    assert found[cost.KV_CACHE] * 2 == cost.planning_totals(graph, "float32")[0][cost.KV_CACHE]
+    found, _ = costtable.planning_totals(graph, "bfloat16")
+    assert found[costtable.KV_CACHE] * 2 == costtable.planning_totals(graph, "float32")[0][costtable.KV_CACHE]
 
 
 def test_planning_notes_say_why_a_figure_is_left_out() -> None:
@@ -514,7 +514,7 @@ def test_planning_notes_say_why_a_figure_is_left_out() -> None:
     graph = copy.deepcopy(graph_of("gpt2"))  # the committed graph is read once and shared
     sdpa = "transformer.h.1.attn:scaled_dot_product_attention"
     graph.nodes[sdpa][g.MATMUL_FLOPS] = "128*batch"
-    found, notes = cost.planning_totals(graph, "float32")
+    found, notes = costtable.planning_totals(graph, "float32")
     assert notes == [
         "no mask-aware attention FLOPs: an attention product's cost 128*batch has no query and key lengths",
         "no KV cache or decode step: an attention product's cost 128*batch is not per query and key",
@@ -522,40 +522,42 @@ def test_planning_notes_say_why_a_figure_is_left_out() -> None:
     assert found == {}  # the note says there is no cache either: none is given
     graph = copy.deepcopy(graph_of("gpt2"))
     graph.nodes[sdpa][g.INPUTS][1] = ["batch", 4, "?", 8]
-    found, notes = cost.planning_totals(graph, "float32")
+    found, notes = costtable.planning_totals(graph, "float32")
     assert len(notes) == 1 and notes[0].startswith("no KV cache or decode step: transformer.h.1.attn: the key shape")
-    assert set(found) == {cost.MASKED_ATTENTION_FLOPS}
+    assert set(found) == {costtable.MASKED_ATTENTION_FLOPS}
     # a decoder whose cache cannot be counted is no model that "does not generate": the error says why
-    with pytest.raises(cost.CostError) as raised:
-        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+    with pytest.raises(costbase.CostError) as raised:
+        costtable.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
     assert str(raised.value) == (
         "gpt2: --generate cannot be planned, no KV cache or decode step: transformer.h.1.attn: the key shape is "
         "not known (not a polynomial: '?')"
     )
     del graph.graph[g.G_NAME]
-    with pytest.raises(cost.CostError, match=r"^this model: --generate cannot be planned, no KV cache or decode step"):
-        cost.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
+    with pytest.raises(
+        costbase.CostError, match=r"^this model: --generate cannot be planned, no KV cache or decode step"
+    ):
+        costtable.cost_report(graph, [{"batch": 1, "seq": 8}], generate=2)
 
 
 def test_a_mixture_of_experts_plans_every_expert_running() -> None:
     """Fused experts, 2 of 4 per token: the grouped products' 64 FLOPs per token are 128 with all 4,
     the router's 100 stay (tests/test_moe_exact.py)."""
-    found, notes = cost.planning_totals(with_products(fused()), "float32")
+    found, notes = costtable.planning_totals(with_products(fused()), "float32")
     assert notes == []
-    assert found[cost.ALL_EXPERTS_FLOPS] == Poly.parse("228*batch*seq")
-    assert found[cost.MASKED_ATTENTION_FLOPS] == Poly.parse("164*batch*seq")  # no attention facts: all pairs
+    assert found[costtable.ALL_EXPERTS_FLOPS] == Poly.parse("228*batch*seq")
+    assert found[costtable.MASKED_ATTENTION_FLOPS] == Poly.parse("164*batch*seq")  # no attention facts: all pairs
 
 
 def test_the_report_rows_follow_its_options() -> None:
     sizes = [{"batch": 1, "seq": 16}]
     frozen = [row["name"] for row in g.parameter_rows(recosted()) if ".intermediate.dense." in row["name"]]
-    cold = cost.cost_report(recosted(), sizes, frozen=frozen)
+    cold = costtable.cost_report(recosted(), sizes, frozen=frozen)
     rows = {row["path"]: row for row in cold["rows"]}
     assert rows[""]["saved_bytes"]["values"] == cold["training"]["activations"]["values"]
-    unfolded = {row["path"]: row for row in cost.cost_report(recosted(), sizes, depth=3, fold=False)["rows"]}
+    unfolded = {row["path"]: row for row in costtable.cost_report(recosted(), sizes, depth=3, fold=False)["rows"]}
     assert {f"bert.encoder.layer.{index}" for index in range(LAYERS)} <= set(unfolded)
     assert unfolded["bert.encoder.layer.1"]["repeat"] == 1
     shared = chain(list("AB"))
     shared.graph[g.G_SHARED] = {"stack.layer.0": 2}
-    rows = {row["path"]: row for row in cost.cost_report(shared, [{"batch": 1}])["rows"]}
+    rows = {row["path"]: row for row in costtable.cost_report(shared, [{"batch": 1}])["rows"]}
     assert rows["stack.layer.0"]["calls"] == 2 and "calls" not in rows["stack.layer.1"]

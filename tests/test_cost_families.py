@@ -20,7 +20,7 @@ import networkx as nx
 import pytest
 
 from bertgraph.cli import main
-from bertgraph.graph import cost
+from bertgraph.graph import cost, costbase, costtable
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.graph.stats import summary_rows
@@ -100,7 +100,7 @@ def test_matmul_flops_equal_flop_counter_for_every_family_and_head(
     assert matmul.names() == set(spec.dim_names)  # an encoder-decoder's in both lengths
     for batch, seq, tgt in SIZES:
         at = sizes_of(spec, batch, seq, tgt)
-        assert cost.evaluate(matmul, at) == counted(spec, model_type, at), at
+        assert costbase.evaluate(matmul, at) == counted(spec, model_type, at), at
 
 
 # --- the ops the families add, by the per-element rule (tiny configs: hidden 32, 4 heads of 8) ------------------
@@ -171,7 +171,7 @@ def test_the_ops_families_add_follow_the_rule(
     _, graph = tiny_graph(model_type, head)
     graph = costed(graph)
     if where in graph:
-        found = {key: cost.node_poly(graph.nodes[where], key) for key in (g.MATMUL_FLOPS, g.OTHER_FLOPS)}
+        found = {key: costbase.node_poly(graph.nodes[where], key) for key in (g.MATMUL_FLOPS, g.OTHER_FLOPS)}
         assert g.COST_UNSUPPORTED not in graph.nodes[where]
     else:
         found = cost.module_costs(graph)[where]
@@ -193,7 +193,7 @@ def test_albert_shared_layer_costs_every_call_and_counts_its_parameters_once(tin
     for data in ops:
         entry = per_call.setdefault(int(data.get(g.CALL, 0)), {key: Poly() for key in g.POLY_ATTRS})
         for key in g.POLY_ATTRS:
-            entry[key] = entry[key] + cost.node_poly(data, key)
+            entry[key] = entry[key] + costbase.node_poly(data, key)
     assert sorted(per_call) == list(range(calls))
     first = per_call[0]
     assert first[g.MATMUL_FLOPS] != Poly() and all(entry == first for entry in per_call.values())
@@ -207,7 +207,7 @@ def test_albert_shared_layer_costs_every_call_and_counts_its_parameters_once(tin
     assert layer_params == sum(p.numel() for p in build_model(spec).encoder.albert_layer_groups[0].parameters())
     assert sum(int(d.get(g.PARAM_BYTES, 0)) for d in ops) == 4 * layer_params
     # The table's row for the layer: its parameters once, its FLOPs for every call.
-    report = cost.cost_report(graph, [{"batch": 1, "seq": 128}])
+    report = costtable.cost_report(graph, [{"batch": 1, "seq": 128}])
     row = next(r for r in report["rows"] if r["path"] == layer)
     assert row["matmul_flops"]["values"] == [calls * first[g.MATMUL_FLOPS].evaluate({"batch": 1, "seq": 128})]
     assert {r["path"]: r for r in summary_rows(graph)}[layer]["params"] == layer_params
@@ -234,10 +234,10 @@ def _table_case(model_type: str) -> Any:
 def test_cost_tables_and_report_section_for_every_family(model_type: str, tiny_graph: TinyGraph) -> None:
     spec, traced = tiny_graph(model_type, "base")
     graph = costed(traced)
-    sizes = [cost.sizes_for(graph, seq=16), cost.sizes_for(graph, seq=32, batch=2)]
-    report = cost.cost_report(graph, sizes)
+    sizes = [costbase.sizes_for(graph, seq=16), costbase.sizes_for(graph, seq=32, batch=2)]
+    report = costtable.cost_report(graph, sizes)
     totals = cost.model_totals(graph)
-    matmul = [cost.evaluate(totals[g.MATMUL_FLOPS], s) for s in sizes]
+    matmul = [costbase.evaluate(totals[g.MATMUL_FLOPS], s) for s in sizes]
     assert report["total"]["matmul_flops"]["values"] == matmul
     assert report["rows"][0]["path"] == "" and report["rows"][0]["matmul_flops"]["values"] == matmul
     # The tree folds repeated layers like summary does, and a folded row sums every layer it stands for.
@@ -248,7 +248,7 @@ def test_cost_tables_and_report_section_for_every_family(model_type: str, tiny_g
     for row in folded:
         parent, first = row["path"].rsplit(".", 1)
         members = [f"{parent}.{int(first) + i}" for i in range(row["repeat"])]
-        expected = [sum(cost.evaluate(modules[m][g.MATMUL_FLOPS], s) for m in members) for s in sizes]
+        expected = [sum(costbase.evaluate(modules[m][g.MATMUL_FLOPS], s) for m in members) for s in sizes]
         assert row["matmul_flops"]["values"] == expected, row["path"]
     assert all(peak > 0 for peak in report["memory"]["peak_activation_bytes"])
     text_out = "".join(f"{line}\n" for line in text.generate_cost(report))
@@ -260,7 +260,8 @@ def test_cost_tables_and_report_section_for_every_family(model_type: str, tiny_g
         assert "tgt=16" in text_out and "tgt=32" in text_out  # the decoder as long as the input
     section = "".join(f"{line}\n" for line in generate_cost_lines(graph))
     assert (
-        section.startswith("## Cost") and f"{cost.evaluate(totals[g.MATMUL_FLOPS], cost.sizes_for(graph)):,}" in section
+        section.startswith("## Cost")
+        and f"{costbase.evaluate(totals[g.MATMUL_FLOPS], costbase.sizes_for(graph)):,}" in section
     )
 
 
@@ -288,7 +289,6 @@ def test_decoder_length_is_an_option_of_the_cost_command(
         ("gpt2", ["--decoder-len", "8"], "--decoder-len applies to encoder-decoder models"),
         ("bert", ["--decoder-len", "8"], "has no decoder length"),
         ("t5", ["--seq-len", "8", "9", "--decoder-len", "1", "2", "3"], "one length or one per --seq-len (2), not 3"),
-        ("bart", ["--decoder-len", "65"], "--decoder-len 65 is above the model's 64 positions"),
     ],
 )
 def test_a_decoder_length_that_does_not_apply_is_one_line(
@@ -303,4 +303,15 @@ def test_a_decoder_length_that_does_not_apply_is_one_line(
     assert main(["cost", str(family_dirs[model_type]), *extra, "-o", str(target)]) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error
+    assert not target.exists()
+
+
+def test_a_decoder_length_past_the_positions_is_refused_as_a_sequence_length_is(
+    family_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "cost.txt"
+    for option in ("--seq-len", "--decoder-len"):
+        assert main(["cost", str(family_dirs["bart"]), option, "65", "-o", str(target)]) == 1
+        error = capsys.readouterr().err
+        assert error == f"bertgraph: error: {option} 65 is above max_position_embeddings 64; use {option} 64 or less\n"
     assert not target.exists()

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bertgraph.api import Architecture
-from bertgraph.graph import cost
+from bertgraph.graph import cost, costbase
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.model import HEADS, build_model, resolve
@@ -32,7 +32,7 @@ CHOICES = 4
 
 def matmul_at(arch: Architecture, batch: int, seq: int) -> int:
     totals = cost.model_totals(arch.graph)
-    return cost.evaluate(totals[g.MATMUL_FLOPS], {"batch": batch, "seq": seq, "choices": CHOICES})
+    return costbase.evaluate(totals[g.MATMUL_FLOPS], {"batch": batch, "seq": seq, "choices": CHOICES})
 
 
 def token_ids(head: str, batch: int, seq: int, device: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 import bertgraph
 from bertgraph.api import Architecture
 from bertgraph.cli import main
-from bertgraph.graph import cost, views
+from bertgraph.graph import cost, costbase, views
 from bertgraph.graph import io as graph_io
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly, total
@@ -42,7 +42,7 @@ def test_every_view_sums_the_costs_of_the_operator_graph(traced: Callable[..., A
             shown = views.view(graph, depth, fold=fold)
             nodes = [d for _, d in shown.nodes(data=True) if d.get(g.KIND) not in (g.INPUT, g.OUTPUT)]
             for key in g.POLY_ATTRS:
-                assert total(cost.node_poly(d, key) for d in nodes) == totals[key], (depth, fold, key)
+                assert total(costbase.node_poly(d, key) for d in nodes) == totals[key], (depth, fold, key)
             assert sum(int(d.get(g.PARAM_BYTES, 0)) for d in nodes) == param_bytes
 
 

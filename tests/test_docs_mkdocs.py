@@ -78,10 +78,16 @@ def test_fences_become_svg_mermaid_tables_and_a_page(
     assert len(svgs) == 4  # two diagrams, the schematic and the masks of two models
     schematic, grids = (html.unescape(svg) for svg in svgs[2:])
     assert "bert-tiny" in schematic and "causal self-attention" in schematic  # tiny-gpt2 read beside the page
-    assert "decoder · layers 0–2: causal" in grids and "encoder · layers 0, 1: bidirectional" in grids
+    for line in ("decoder: causal", "layers 0–2", "encoder: bidirectional", "layers 0, 1"):
+        assert f">{line}<" in grids, line
     assert f"{params['total']:,} parameters" in svgs[0] and "Linear 128 → 2" in svgs[0]
     assert 'fill="#0d1117"' in svgs[1]
     assert '[data-md-color-scheme="slate"] .bertgraph-auto' in first.page
+    # the first fence's style sheet (print.css beside the page), scoped to its drawing alone
+    scope = re.search(r'<div class="bertgraph bertgraph-auto (bertgraph-css-[0-9a-f]{8})">', first.page)
+    assert scope is not None and first.page.count(scope.group(1)) == 2
+    sheet = (PROJECT / "docs" / "print.css").read_text(encoding="utf-8").strip()
+    assert f"<style>.{scope.group(1)} {{\n{sheet}\n}}</style>" in first.page
     mermaid = re.search(r'<code class="language-mermaid">(.*?)</code>', first.page, re.DOTALL)
     assert mermaid and html.unescape(mermaid.group(1)).startswith("---\ntitle:")
     text = html.unescape(re.sub(r"<[^>]+>", "", first.page))
@@ -97,7 +103,7 @@ def test_broken_fence_warns_with_page_and_line(builds: dict[str, Build]) -> None
     first = builds["first"]
     warnings = first.lines("WARNING")
     assert len(warnings) == 1, first.log
-    assert "docs/index.md:26: bertgraph: unknown model 'bert-huge-uncased'" in warnings[0]
+    assert "docs/index.md:27: bertgraph: unknown model 'bert-huge-uncased'" in warnings[0]
     assert first.returncode == 0
     strict = mkdocs_build(first.root, "--strict")
     assert strict.returncode != 0  # --strict turns the warning into a failed build

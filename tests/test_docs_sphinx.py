@@ -104,6 +104,11 @@ def test_html_inlines_svg_with_the_model_numbers(builds: dict[str, Build], trace
     assert '[data-theme="dark"] .bertgraph-auto' in page and "prefers-color-scheme: dark" in page
     assert re.search(r'<figcaption>\s*<p><span class="caption-text">bert-tiny with a <strong>classification', page)
     assert all(re.search(r'\sid="bg[0-9a-f]{8}-', svg) for svg in svgs)  # ids of their own on a shared page
+    # the first directive's style sheet (print.css beside the page), scoped to its drawing alone
+    scope = re.search(r'<div class="bertgraph bertgraph-auto (bertgraph-css-[0-9a-f]{8})">', page)
+    assert scope is not None and page.count(scope.group(1)) == 2
+    sheet = (PROJECT / "print.css").read_text(encoding="utf-8").strip()
+    assert f"<style>.{scope.group(1)} {{\n{sheet}\n}}</style>" in page
 
 
 def test_mermaid_goes_to_sphinxcontrib_mermaid_and_html_to_an_iframe(builds: dict[str, Build]) -> None:
@@ -146,9 +151,11 @@ def test_the_schematic_and_the_masks_of_several_models(
         assert needle in html.unescape(schematic), needle
     assert f"{traced('bert-tiny').params()['total']:,} params" in schematic
     (causal,) = model_masks(gpt2, Example(6))
-    assert html.unescape(masks.title(causal)) in html.unescape(grids) and "layers 0–2: causal" in masks.title(causal)
-    allowed = sum(map(sum, causal.allowed))
-    assert grids.count(f'fill="{masks.ALLOWED}"') >= allowed  # every allowed pair of its grid is drawn
+    assert masks.title_lines(causal) == ["decoder: causal", "layers 0–2"]
+    assert all(f">{line}<" in html.unescape(grids) for line in masks.title_lines(causal))
+    # every allowed pair of a real query is drawn (a padding query's row is drawn alike in every grid)
+    allowed = sum(sum(row) for row, pad in zip(causal.allowed, causal.query_padding) if not pad)
+    assert grids.count(f'fill="{masks.ALLOWED}"') >= allowed
 
 
 def test_broken_directives_warn_with_file_and_line(builds: dict[str, Build]) -> None:
@@ -156,10 +163,10 @@ def test_broken_directives_warn_with_file_and_line(builds: dict[str, Build]) -> 
     assert first.returncode == 0
     index = first.source / "index.rst"
     warnings = first.lines("WARNING")
-    assert any(f"{index}:25: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
+    assert any(f"{index}:26: WARNING: bertgraph: unknown model 'bert-huge-uncased'" in line for line in warnings), (
         warnings
     )
-    assert any(f"{index}:30: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
+    assert any(f"{index}:31: WARNING: bertgraph: depth must be 0 to 4, got 9" in line for line in warnings), warnings
     assert len(warnings) == 2, warnings
 
 

@@ -395,6 +395,60 @@ def test_rotary_needs_the_rotated_half_multiplied_by_a_sine() -> None:
     assert position.position_uses(ops_graph([("q", "m:neg", 0), ("m:neg", "m:cat", 0)])) == []  # no slice
 
 
+def test_a_gather_at_differences_computed_from_weights_is_no_position() -> None:
+    """A mixture of experts' router gathers at top-k choices made from the hidden states, downstream of
+    positions (``arange``) and subtractions: no relative position, unlike DeBERTa's index of positions alone."""
+    edges = [("m:arange", "m:sub", 0), ("m:arange_1", "m:sub", 1), ("m:sub", "m:linear", 0), ("m:linear", "m:topk", 0)]
+    routed = ops_graph([*edges, ("m:topk", "m:gather", 1)])
+    assert position.position_uses(routed) == [(g.RELATIVE, "m")]  # without weights it would be one
+    routed.nodes["m:linear"][g.PARAM_NAMES] = ["m.weight"]
+    assert position.position_uses(routed) == []
+    routed.nodes["m:linear"][g.PARAM_NAMES] = []
+    routed.nodes["m:linear"][g.SHARED_PARAMS] = ["tied.weight"]
+    assert position.position_uses(routed) == []
+
+
+def interleaved(
+    starts: tuple[int, int] = (0, 1), tables: tuple[str, str] = ("cos", "sin"), step: int = 2
+) -> nx.DiGraph:
+    """``x[..., a::step] · T1 − x[..., b::step] · T2``, each table broadcast (``unsqueeze``) and halved (``slice``)."""
+    edges = [("x", "m:slice", 0), ("x", "m:slice_1", 0), ("m:slice", "m:mul", 0), ("m:slice_1", "m:mul_1", 0)]
+    edges += [(f"r:{tables[0]}", "m:slice_2", 0), ("m:slice_2", "m:unsqueeze", 0), ("m:unsqueeze", "m:mul", 1)]
+    edges += [(f"r:{tables[1]}_1", "m:to", 0), ("m:to", "m:mul_1", 1), ("m:mul", "m:sub", 0), ("m:mul_1", "m:sub", 1)]
+    graph = ops_graph(edges)
+    for node, start in zip(("m:slice", "m:slice_1"), starts):
+        graph.nodes[node][g.LITERALS] = {"1": 3, "2": start, "3": 2**63 - 1, "4": step}
+    return graph
+
+
+def test_rotating_interleaved_pairs_is_rotary() -> None:
+    """DeepSeek's interleaved rotation: the even and odd halves of one tensor, times cos and sin."""
+    assert position.position_uses(interleaved()) == [(g.ROTARY, "m")]
+    assert position.position_uses(interleaved(starts=(0, 0))) == []  # the same half twice
+    assert position.position_uses(interleaved(tables=("sin", "cos"))) == []  # x_even · sin − x_odd · cos
+    assert position.position_uses(interleaved(tables=("cos", "cos"))) == []
+    assert position.position_uses(interleaved(step=1)) == []  # not pairs
+    other = interleaved()
+    other.add_edge("y", "m:slice_1", **{g.ARGS: [0]})
+    other.remove_edge("x", "m:slice_1")
+    assert position.position_uses(other) == []  # halves of two tensors
+    plain = interleaved()
+    plain.remove_edge("m:mul_1", "m:sub")
+    plain.add_edge("x", "m:sub", **{g.ARGS: [1]})
+    assert position.position_uses(plain) == []  # one operand no product
+    untabled = interleaved()
+    untabled.nodes["r:sin_1"][g.OP] = "exp"
+    assert position.position_uses(untabled) == []  # a factor from no table
+    far = interleaved()
+    chain_ = ["m:to"] + [f"m:view_{i}" for i in range(8)]
+    for a, b in zip(chain_[1:], chain_[:-1]):
+        far.add_node(a, **{g.KIND: g.OPERATOR, g.OP: "view", g.MODULE: "m", g.ORDER: 0})
+        far.add_edge(a, b, **{g.ARGS: [0]})
+    far.remove_edge("r:sin_1", "m:to")
+    far.add_edge("r:sin_1", chain_[-1], **{g.ARGS: [0]})
+    assert position.position_uses(far) == []  # a table read too far back is not this rotation's
+
+
 def test_a_module_beside_two_lists_goes_to_the_first_and_a_graph_without_stacks_has_none() -> None:
     twins = nx.DiGraph(**{g.G_STACKS: {"a.xs": "encoder", "a.ys": "decoder"}})
     assert walk.stack_of(twins, "a.norm") == "a.xs"  # equally deep holders: the file's order decides

@@ -21,12 +21,14 @@ def test_the_limits_and_why() -> None:
         "size": 10**9,
         "labels": 100_000,
         "example": 10**6,
+        "mask": 8_192,
     }
     assert {role: limit.why for role, limit in LIMITS.items()} == {
         "layers": "each layer adds its operators to the graph, so deeper stacks take minutes to trace",
         "size": "a weight of two such sizes must stay below 2^63 bytes, torch's largest tensor",
         "labels": "transformers builds a name for every label before the model exists",
         "example": "the example input is a tensor of this size",
+        "mask": "evaluating a mask holds every query and key, so time and memory grow with the square",
     }
     assert (10**9) ** 2 * 8 < 2**63  # the reason holds
 

@@ -181,7 +181,7 @@ def test_moe_flops_are_the_experts_a_token_runs_as_a_real_forward_counts(model_t
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
 
-    from bertgraph.graph import cost, moe
+    from bertgraph.graph import costbase, costtable, moe
 
     folder = small_folder(model_type, tmp_path)
     graph = bertgraph.trace(folder, cache=False, attention="eager").graph
@@ -193,7 +193,7 @@ def test_moe_flops_are_the_experts_a_token_runs_as_a_real_forward_counts(model_t
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(built).eval()
     sizes = [{"batch": 1, "seq": 16}, {"batch": 2, "seq": 9}]
-    report = cost.cost_report(graph, sizes)
+    report = costtable.cost_report(graph, sizes)
     found = moe.active_parameters(graph)
     assert found is not None
     for index, size in enumerate(sizes):
@@ -203,7 +203,7 @@ def test_moe_flops_are_the_experts_a_token_runs_as_a_real_forward_counts(model_t
         assert report["total"]["matmul_flops"]["values"][index] == counter.get_total_flops()
     per_token = {"batch": 1, "seq": 1}
     grouped = sum(
-        cost.evaluate(cost.node_poly(d, g.MATMUL_FLOPS), per_token)
+        costbase.evaluate(costbase.node_poly(d, g.MATMUL_FLOPS), per_token)
         for _, d in graph.nodes(data=True)
         if str(d.get(g.TARGET, "")).startswith(moe.GROUPED_PRODUCTS)
     )
@@ -240,13 +240,13 @@ def test_a_type_whose_heads_say_nothing_claims_no_structure(tiny_graph: Any) -> 
 def test_vits_states_the_example_it_was_traced_at_and_claims_no_structure(real_vits: nx.DiGraph) -> None:
     """VITS's sizes can be named neither from one export, nor two, nor a dynamic one: it is traced at
     fixed sizes, and the example its drawing, summary and costs state is that size, not the spec's."""
-    from bertgraph.graph import cost
+    from bertgraph.graph import costbase
 
     graph = real_vits
     traced = graph.nodes["input_ids"][g.SHAPE]
     assert all(type(size) is int for size in traced) and traced[0] == 2  # a batch of 1 would be specialised
     assert graph.graph[g.G_EXAMPLE] == dict(zip(("batch", "seq"), traced))
-    assert cost.sizes_for(graph) == graph.graph[g.G_EXAMPLE]
+    assert costbase.sizes_for(graph) == graph.graph[g.G_EXAMPLE]
     dot = bertgraph.Architecture(graph).to_dot(depth=2)
     assert f"example input batch={traced[0]}, seq={traced[1]}" in dot
     backbone = next(c.title for c in build_diagram(graph).clusters if c.role == "backbone")

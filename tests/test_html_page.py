@@ -33,11 +33,11 @@ pytestmark = pytest.mark.xdist_group("html_page")  # its fixtures are built once
 TINY = ("bert-tiny", "sequence-classification")
 
 
-def titles(tree: list[Any]) -> list[str]:
-    """The text of every ``<title>`` in a drawing (given as data), in order."""
-    tag, _, *children = tree
-    found = ["".join(c for c in children if isinstance(c, str))] if tag == "title" else []
-    return found + [text for child in children if isinstance(child, list) for text in titles(child)]
+def node_ids(tree: list[Any]) -> list[str]:
+    """The stable id of every node group in a drawing (given as data), in order."""
+    tag, attributes, *children = tree
+    found = [attributes["id"]] if tag == "g" and attributes.get("class", "").split()[:1] == ["node"] else []
+    return found + [ident for child in children if isinstance(child, list) for ident in node_ids(child)]
 
 
 def page_data(page: str) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def test_page_is_deterministic_and_self_contained(tiny_page: Path, traced: Calla
     for level in data["levels"]:
         drawing = level["unpacked"]["drawing"]
         assert drawing[0] == "svg" and drawing[1]["viewBox"]
-        assert set(level["unpacked"]["nodes"]) <= set(titles(drawing))  # every record belongs to a drawn node
+        assert set(level["unpacked"]["nodes"]) <= set(node_ids(drawing))  # every record belongs to a drawn node
 
 
 @pytest.mark.dot
@@ -245,8 +245,8 @@ def state(browser: Browser) -> dict[str, Any]:
             .findIndex(b => b.getAttribute('aria-pressed') === 'true'),
         nodes: document.querySelectorAll('#canvas g.node').length,
         svg: document.querySelector('#canvas svg').outerHTML.length,
-        matches: [...document.querySelectorAll('#canvas g.node.match title')].map(t => t.textContent),
-        current: [...document.querySelectorAll('#canvas g.node.current title')].map(t => t.textContent),
+        matches: [...document.querySelectorAll('#canvas g.node.match')].map(g => g.id),
+        current: [...document.querySelectorAll('#canvas g.node.current')].map(g => g.id),
         said: document.getElementById('matches').textContent,
         transform: document.getElementById('canvas').style.transform,
         panel: document.getElementById('panel').hidden ? null : document.getElementById('panel').innerText,
@@ -268,7 +268,7 @@ GEOMETRY = """(ids) => {
   const shown = texts.filter(t => seen(t.getBoundingClientRect()));
   const nodes = {};
   for (const g of document.querySelectorAll('#canvas g.node')) {
-    const id = g.querySelector('title').textContent;
+    const id = g.id;
     if (ids.includes(id)) nodes[id] = box(g.getBoundingClientRect());
   }
   return {
@@ -303,13 +303,13 @@ def centre_of(browser: Browser, selector: str) -> tuple[float, float]:
     return float(box[0]), float(box[1])
 
 
-def find_node(browser: Browser, title: str) -> str:
-    """Mark the drawn node whose DOT id is ``title`` and return a selector for it."""
+def find_node(browser: Browser, ident: str) -> str:
+    """Mark the drawn node whose stable id is ``ident`` and return a selector for it."""
     browser.evaluate(
         "(() => { for (const e of document.querySelectorAll('#canvas g.node')) e.removeAttribute('data-test');"
-        " const t = [...document.querySelectorAll('#canvas g.node > title')]"
-        f".find(t => t.textContent === {json.dumps(title)});"
-        " t.parentNode.setAttribute('data-test', 'target'); })()"
+        " const g = [...document.querySelectorAll('#canvas g.node')]"
+        f".find(g => g.id === {json.dumps(ident)});"
+        " g.setAttribute('data-test', 'target'); })()"
     )
     return '#canvas g.node[data-test="target"]'
 
@@ -407,7 +407,7 @@ def test_search_brings_each_match_into_view_and_offers_the_depth_that_has_one(
     # Clicking a box opens its details: every parameter tensor with shape and count, as `params` has them.
     arch = traced(*TINY)
     rows = {row["name"]: row for row in arch.params()["parameters"]}
-    target = find_node(browser, "bert.encoder.layer.0-1.intermediate.dense")
+    target = find_node(browser, "bert-encoder-layer-0-1-intermediate-dense")
     browser.click(*centre_of(browser, target))
     panel = browser.wait_for("!document.getElementById('panel').hidden && document.getElementById('panel').innerText")
     assert "Linear 128 → 512" in panel
@@ -427,21 +427,21 @@ def test_search_brings_each_match_into_view_and_offers_the_depth_that_has_one(
 
     # The fragment keeps depth, selection and search: a fresh load shows the same, the box in view.
     kept = state(browser)["hash"]
-    assert "node=bert.encoder.layer.0-1.intermediate.dense" in kept
+    assert "node=bert-encoder-layer-0-1-intermediate-dense" in kept
     load(browser, tiny_page, kept.lstrip("#"))
     restored = state(browser)
     assert restored["depth"] == 3 and sorted(restored["matches"]) == wanted
     assert restored["panel"] and "Linear 128 → 512" in restored["panel"]
     assert browser.evaluate("document.getElementById('search').value") == "intermediate"
-    seen = geometry(browser, ["bert.encoder.layer.0-1.intermediate.dense"])
-    assert within(seen["nodes"]["bert.encoder.layer.0-1.intermediate.dense"], seen["stage"])
+    seen = geometry(browser, ["bert-encoder-layer-0-1-intermediate-dense"])
+    assert within(seen["nodes"]["bert-encoder-layer-0-1-intermediate-dense"], seen["stage"])
     assert_clean(browser, tiny_page)
 
 
 @pytest.mark.browser
 @pytest.mark.dot
 def test_the_details_speak_in_words(browser: Browser, tiny_page: Path) -> None:
-    load(browser, tiny_page, "depth=3&node=bert.encoder.layer.0-1.intermediate.dense")
+    load(browser, tiny_page, "depth=3&node=bert-encoder-layer-0-1-intermediate-dense")
     terms = browser.evaluate("[...document.querySelectorAll('#panel dt')].map(t => t.textContent)")
     values = browser.evaluate(
         "Object.fromEntries([...document.querySelectorAll('#panel dt')]"
@@ -476,7 +476,7 @@ def test_pan_zoom_keyboard_theme(browser: Browser, tiny_page: Path) -> None:
     browser.key("Tab", 9)
     assert state(browser)["focused"] == "stage"
     browser.key("Tab", 9)
-    assert state(browser)["focused"] == "node"
+    assert state(browser)["focused"].split()[0] == "node"  # Graphviz's class, then the box's role
     browser.key("Enter", 13)
     assert state(browser)["panel"]
 

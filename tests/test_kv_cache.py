@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bertgraph.graph import cost, generation
+from bertgraph.graph import costbase, generation
 from bertgraph.graph import schema as g
 from tests.generation_runs import CONFIGS, PROMPTS, WINDOW, cache_tensors, graph_of, prompt, real_model, sizes_of
 
@@ -21,7 +21,7 @@ def test_cache_bytes_equal_transformers_cache_tensors(name: str, dtype: str) -> 
         cache, _ = prompt(name, model, batch, seq)
         tensors = cache_tensors(cache)
         assert {str(tensor.dtype) for tensor in tensors} == {f"torch.{dtype}"}
-        assert cost.evaluate(formula, sizes_of(name, batch, seq)) == sum(t.nbytes for t in tensors), (batch, seq)
+        assert costbase.evaluate(formula, sizes_of(name, batch, seq)) == sum(t.nbytes for t in tensors), (batch, seq)
 
 
 def test_grouped_query_heads_and_windows_shape_the_cache() -> None:
@@ -55,7 +55,7 @@ def test_an_eager_trace_gives_the_same_cache_and_decode_step(name: str) -> None:
     for batch, seq in PROMPTS:
         cache, _ = prompt(name, model, batch, seq)
         expected = sum(t.nbytes for t in cache_tensors(cache))
-        assert cost.evaluate(formula, sizes_of(name, batch, seq)) == expected, (batch, seq)
+        assert costbase.evaluate(formula, sizes_of(name, batch, seq)) == expected, (batch, seq)
     assert generation.decode_step_flops(eager) == generation.decode_step_flops(fused)
     assert eager.graph[g.G_ATTENTION] == fused.graph[g.G_ATTENTION]
 

@@ -84,10 +84,10 @@ def test_local_directory_and_config_file(tmp_path: Path) -> None:
 
 def _fake_hub_cache(root: Path, repo: str, config: dict) -> Path:
     folder = root / f"models--{repo.replace('/', '--')}"
-    snapshot = folder / "snapshots" / "0123456789abcdef"
+    snapshot = folder / "snapshots" / ("0123456789abcdef" * 3)[:40]
     snapshot.mkdir(parents=True)
     (folder / "refs").mkdir()
-    (folder / "refs" / "main").write_text("0123456789abcdef")
+    (folder / "refs" / "main").write_text(snapshot.name)
     (snapshot / "config.json").write_text(json.dumps(config))
     return snapshot
 
@@ -105,13 +105,15 @@ def test_hub_id_from_the_local_cache(tmp_path: Path, monkeypatch: pytest.MonkeyP
         },
     )
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a config cached alone is drawn offline, without checkpoint facts
     spec = resolve("someone/little-bert")
-    assert spec.source == "hub" and spec.config["hidden_size"] == 48
+    assert spec.source == "hub" and spec.config["hidden_size"] == 48 and spec.checkpoint is None
 
 
 def test_hub_id_not_cached_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    with pytest.raises(ModelReferenceError, match="not in the local Hugging Face cache.*never downloads"):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelReferenceError, match=r"not in the Hugging Face cache .*fetching is off \(--offline"):
         resolve("someone/not-here")
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bertgraph.graph import cost, masked
+from bertgraph.graph import cost, costbase, masked
 from bertgraph.graph import schema as g
 from tests.generation_runs import CONFIGS, ENCODER_DECODERS, ENCODERS, graph_of, real_model
 
@@ -34,8 +34,8 @@ def per_pair_costs(name: str, sizes: dict[str, int]) -> list[int]:
     for node in g.ops_in_order(graph):
         data = graph.nodes[node]
         if data.get(g.ATTENTION):
-            poly = cost.node_poly(data, g.MATMUL_FLOPS)
-            found.append(cost.evaluate(masked.divide(poly, masked.product_pairs(poly)), sizes))
+            poly = costbase.node_poly(data, g.MATMUL_FLOPS)
+            found.append(costbase.evaluate(masked.divide(poly, masked.product_pairs(poly)), sizes))
     return found
 
 
@@ -48,7 +48,7 @@ def test_masked_flops_count_exactly_the_allowed_pairs(name: str, seq: int) -> No
     assert len(pairs) == len(per_pair)
     graph = graph_of(name)
     expected = sum(p * c for p, c in zip(pairs, per_pair))
-    assert cost.evaluate(masked.masked_attention_flops(graph), sizes) == expected
-    dense = cost.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], sizes)
+    assert costbase.evaluate(masked.masked_attention_flops(graph), sizes) == expected
+    dense = costbase.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], sizes)
     assert dense == sum(c * seq * seq for c in per_pair)
     assert expected < dense if seq > 20 else expected <= dense  # every model here masks something at 40

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from bertgraph.api import Architecture
-from bertgraph.graph import cost, memory
+from bertgraph.graph import costtable, memory
 from bertgraph.graph.poly import Poly
 from bertgraph.model import ModelSpec, build_model, example_inputs, resolve
 from tests.live_storage import peak_bytes
@@ -149,8 +149,8 @@ def test_peak_with_eager_attention_counts_the_score_matrices(
     from bertgraph.model.presets import preset_config
 
     graph = traced("bert-tiny", attention="eager").graph
-    assert cost.attention_implementation(graph) == "eager"
-    assert cost.attention_implementation(traced("bert-tiny").graph) == "sdpa"
+    assert costtable.attention_implementation(graph) == "eager"
+    assert costtable.attention_implementation(traced("bert-tiny").graph) == "sdpa"
     config = transformers.BertConfig(**preset_config("bert-tiny"), attn_implementation="eager")
     estimate = memory.peak_activation(graph, {"batch": batch, "seq": seq}).bytes
     assert estimate > memory.peak_activation(traced("bert-tiny").graph, {"batch": batch, "seq": seq}).bytes

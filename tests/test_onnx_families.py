@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from bertgraph.model import ModelSpec, resolve
 from bertgraph.model.build import make_config, model_class_of
 from bertgraph.model.families import family_of
 from bertgraph.onnx import memory
-from bertgraph.onnx.export import output_names
+from bertgraph.onnx.export import export_inputs, output_names
 from bertgraph.onnx.verify import UNDEFINED_AT_PADDING, dim_names, input_dims, random_inputs
 from bertgraph.tracing import skeleton
 from tests.family_configs import TINY, shallow
@@ -105,7 +105,19 @@ def _export_family(model_type: str, head: str, tmp_path_factory: pytest.TempPath
     path = root / "model.onnx"
     code, report = _run_cli(["onnx", str(folder), "--head", head, "--seq-len", str(SEQ), "-o", str(path)])
     assert code == 0, report
-    return Exported(model_type, resolve(str(folder), head, seq_len=SEQ), folder, path, report)
+    spec = resolve(str(folder), head, seq_len=SEQ)
+    # The inputs the file takes: what the type's tokenizer gives (and the decoder's), as the export chose them.
+    return Exported(model_type, replace(spec, inputs=export_inputs(spec)), folder, path, report)
+
+
+def tokenizer_gives(model_type: str) -> list[str] | None:
+    """``model_input_names`` of the tokenizer class transformers' auto table names for ``model_type``
+    (None: it names none, as for ``llama`` in transformers 5.24)."""
+    import transformers
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    name = TOKENIZER_MAPPING_NAMES.get(model_type)
+    return None if name is None else list(getattr(transformers, name).model_input_names)
 
 
 def _run_cli(argv: list[str]) -> tuple[int, str]:
@@ -154,9 +166,14 @@ def test_export_is_verified_for_every_output(exported: Exported) -> None:
 
 
 def test_inputs_and_dynamic_axes_come_from_the_family(exported: Exported) -> None:
+    """The file takes what the type's tokenizer gives, of what its head takes (no ``token_type_ids``
+    for RoBERTa's, XLM-R's or CamemBERT's), and the decoder's inputs; dimensions from the family."""
     model = onnx.load(str(exported.path), load_external_data=False)
     spec = exported.spec
-    assert [v.name for v in model.graph.input] == list(spec.input_names)
+    takes = resolve(str(exported.folder), spec.head, seq_len=SEQ).input_names
+    gives = tokenizer_gives(exported.model_type)
+    wanted = [name for name in takes if gives is None or name in gives or name.startswith("decoder_")]
+    assert [v.name for v in model.graph.input] == wanted == list(spec.input_names)
     for value in model.graph.input:
         dims = [d.dim_param for d in value.type.tensor_type.shape.dim]
         assert dims == list(input_dims(spec)[value.name]), value.name
@@ -184,6 +201,50 @@ def test_outputs_match_transformers_at_sizes_the_export_never_saw(exported: Expo
             if spec.family.name in UNDEFINED_AT_PADDING and difference.shape[:2] == kept.shape:
                 difference = difference[kept]
             assert float(difference.max()) <= TOLERANCE, (name, shape)
+
+
+def _tiny_tokenizer(model_type: str) -> Any:
+    """A real tokenizer of the type's kind made from a few tokens, within the tiny vocabulary (no download)."""
+    import transformers
+
+    if model_type == "roberta":  # byte-level BPE, <pad> at RoBERTa's pad_token_id 1
+        letters = {char: 5 + index for index, char in enumerate("Ġdehlorw")}
+        return transformers.RobertaTokenizer(
+            vocab={"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, **letters}, merges=[]
+        )
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]  # WordPiece, as BERT's and ELECTRA's
+    return transformers.BertTokenizer(vocab={word: index for index, word in enumerate(words)})
+
+
+@pytest.mark.parametrize(
+    ("model_type", "head"),
+    [
+        pytest.param("roberta", "base", marks=pytest.mark.xdist_group("onnx-roberta-base")),
+        pytest.param(
+            "electra", "token-classification", marks=pytest.mark.xdist_group("onnx-electra-token-classification")
+        ),
+    ],
+)
+def test_onnxruntime_runs_on_exactly_what_the_tokenizer_gives(
+    model_type: str, head: str, tmp_path_factory: pytest.TempPathFactory, once: Any
+) -> None:
+    """``bertgraph onnx`` of a RoBERTa takes the ``input_ids`` and ``attention_mask`` its tokenizer gives and
+    nothing more; ELECTRA's WordPiece tokenizer also gives ``token_type_ids``, which its file takes."""
+    exported = once(("onnx-family", model_type, head), lambda: _export_family(model_type, head, tmp_path_factory))
+    tokenizer = _tiny_tokenizer(model_type)
+    encoded = dict(tokenizer(["hello world", "hello"], padding=True, return_tensors="np"))
+    assert sorted(encoded) == sorted(tokenizer_gives(model_type) or ())
+    assert ("token_type_ids" in encoded) == (model_type == "electra")
+    names = list(output_names(exported.spec))
+    actual = _session(exported.path).run(names, encoded)  # onnxruntime refuses a feed the file does not take
+    with torch.no_grad():
+        expected = _transformers_model(exported)(
+            **{k: torch.from_numpy(v) for k, v in encoded.items()}, return_dict=True
+        )
+    kept = encoded["attention_mask"].astype(bool)
+    for name, ours in zip(names, actual):
+        difference = np.abs(ours - expected[name].numpy())
+        assert float((difference[kept] if difference.shape[:2] == kept.shape else difference).max()) <= TOLERANCE, name
 
 
 def test_graph_read_back_has_the_family_parameter_total(exported: Exported) -> None:
@@ -215,7 +276,7 @@ def test_cost_of_the_file_leaves_out_what_onnx_does_not_record(
 ) -> None:
     """An ONNX file keeps no attention kinds: a causal model's masked FLOPs, KV cache and decode step,
     and training's saved activations, are left out with the reason, never counted as if bidirectional."""
-    from bertgraph.graph.cost import ONNX_ATTENTION_NOTE, ONNX_TRAINING_NOTE
+    from bertgraph.graph.costtable import ONNX_ATTENTION_NOTE, ONNX_TRAINING_NOTE
 
     assert cli.main(["cost", str(exported.path), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -15,9 +15,9 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from bertgraph.graph import cost, generation, masked, saved
+from bertgraph.graph import costbase, generation, masked, saved
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import CostError
+from bertgraph.graph.costbase import CostError
 from bertgraph.graph.poly import Poly
 from tests.generation_runs import CONFIGS, WINDOW, graph_of
 
@@ -43,14 +43,20 @@ def _expected_layers(name: str) -> list[tuple[str, str, int | None, str, str]]:
                 (f"decoder.block.{i}.layer.1.EncDecAttention", g.CROSS, None, per, "seq"),
             )
         ]
+    if name == "deepseek":  # the latent and the shared rotary key part, per token
+        per = f"{config['kv_lora_rank'] + config['qk_rope_head_dim']}*batch"
+        return [(f"model.layers.{i}.self_attn", g.CAUSAL, None, per, "seq") for i in range(config["num_hidden_layers"])]
     if name == "gpt2":
         per = f"{config['n_head'] * 2 * (config['n_embd'] // config['n_head'])}*batch"
         return [(f"transformer.h.{i}.attn", g.CAUSAL, None, per, "seq") for i in range(config["n_layer"])]
-    head = config["hidden_size"] // config["num_attention_heads"]
+    head = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     per = f"{config['num_key_value_heads'] * 2 * head}*batch"
     rows = []
     for i in range(config["num_hidden_layers"]):
-        slides = config.get("use_sliding_window") and i >= config["max_window_layers"]
+        if "layer_types" in config:  # Gemma-2: each layer's kind stated
+            slides = config["layer_types"][i] == "sliding_attention"
+        else:  # Qwen2: the layers from max_window_layers on slide
+            slides = config.get("use_sliding_window") and i >= config["max_window_layers"]
         window = config["sliding_window"] if slides else None
         kind = g.CAUSAL_SLIDING_WINDOW if slides else g.CAUSAL
         rows.append((f"model.layers.{i}.self_attn", kind, window, per, f"min(seq, {window - 1})" if window else "seq"))
@@ -71,6 +77,60 @@ def test_cache_layers_follow_each_config(name: str, attention: str | None) -> No
     assert [layer.node for layer in layers] == [n for n in g.ops_in_order(graph) if n in {x.node for x in layers}]
 
 
+def test_a_latent_cache_is_the_latent_and_shared_rotary_key_and_its_heads_are_the_second_figure() -> None:
+    """DeepSeek's MLA: the cache holds kv_lora_rank + qk_rope_head_dim per token and layer (what transformers'
+    cache holds); every head's keys and values, decompressed by kv_b_proj, are the second figure; a decode step
+    decompresses every cached token and the new one. Blocks that cache their keys and values have no latent."""
+    config = CONFIGS["deepseek"]
+    layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+    latent = config["kv_lora_rank"] + config["qk_rope_head_dim"]
+    per_head = heads * (config["qk_nope_head_dim"] + config["qk_rope_head_dim"] + config["v_head_dim"])
+    for attention in (None, "eager"):
+        graph = graph_of("deepseek", attention)
+        cached = generation.cache_layers(graph)
+        assert [str(layer.decompressed) for layer in cached] == [f"{per_head}*batch"] * layers
+        assert generation.kv_cache_bytes(graph, "bfloat16") == 2 * layers * latent * b * s
+        assert generation.decompressed_kv_cache_bytes(graph, "bfloat16") == 2 * layers * per_head * b * s
+        made = [generation.decompression(graph, layer.node) for layer in cached]
+        assert made == [f"model.layers.{i}.self_attn.kv_b_proj:linear" for i in range(layers)]
+        # each cached token costs a decode step its attention products per key and its decompression
+        width = costbase.node_poly(graph.nodes[made[0]], g.MATMUL_FLOPS)
+        made_per_token = heads * (config["qk_nope_head_dim"] + config["v_head_dim"])  # keys' other part and values
+        assert width == 2 * config["kv_lora_rank"] * made_per_token * b * s
+        pairs = [
+            dict(costbase.node_poly(d, g.MATMUL_FLOPS).terms()).get((("batch", 1), ("seq", 2)), 0)
+            for n, d in graph.nodes(data=True)
+            if not costbase.has_weight_operand(graph, n)
+        ]
+        per_cached = dict(generation.decode_step_flops(graph).terms())[(("batch", 1), ("seq", 1))]
+        assert per_cached == sum(pairs) + layers * 2 * config["kv_lora_rank"] * made_per_token
+    for name in CONFIGS:
+        if name != "deepseek":
+            graph = graph_of(name)
+            assert all(layer.decompressed is None for layer in generation.cache_layers(graph)), name
+            assert generation.decompressed_kv_cache_bytes(graph) is None, name
+
+
+def test_a_latent_needs_keys_made_from_it_too_and_a_decompression_that_widens() -> None:
+    """A value projection whose input the queries do not read is no decompression when the keys are not made
+    from it as well (separate projections of a separately normalised input), nor when it narrows what it reads."""
+    graph = graph_of("deepseek")
+    node = generation.cache_layers(graph)[0].node
+    made = generation.decompression(graph, node)
+    assert made is not None
+    _, key, _ = generation._operands(graph, node)
+    apart = graph.copy()
+    apart.remove_edges_from([(source, key) for source in list(apart.predecessors(key))])
+    assert generation.decompression(apart, node) is None
+    assert generation.cache_layers(apart)[0].decompressed is None  # then the block caches its keys and values
+    narrow = graph.copy()  # each node's attributes copied: the committed graph keeps its own
+    latent = next(iter(narrow.predecessors(made)))
+    made_width = narrow.nodes[made][g.SHAPE][-1]
+    narrow.nodes[latent][g.SHAPE] = [*narrow.nodes[latent][g.SHAPE][:-1], made_width]  # reads as much as it makes
+    assert generation.decompression(narrow, node) == made
+    assert generation.cache_layers(narrow)[0].decompressed is None
+
+
 def test_cache_bytes_are_layers_times_heads_times_tokens_times_the_dtype_width() -> None:
     layers, kv_heads, head = _llama()
     for attention in (None, "eager"):
@@ -79,14 +139,14 @@ def test_cache_bytes_are_layers_times_heads_times_tokens_times_the_dtype_width()
             width = BYTES[dtype or "float32"]
             for batch, seq in ((1, 1), (3, 70)):
                 expected = layers * batch * kv_heads * seq * 2 * head * width
-                bytes_ = cost.evaluate(generation.kv_cache_bytes(graph, dtype), {"batch": batch, "seq": seq})
+                bytes_ = costbase.evaluate(generation.kv_cache_bytes(graph, dtype), {"batch": batch, "seq": seq})
                 assert bytes_ == expected, (attention, dtype, batch, seq)
     # a window keeps w - 1 tokens once the prompt is longer
     config = CONFIGS["qwen2-sliding"]
     per = config["num_key_value_heads"] * 2 * (config["hidden_size"] // config["num_attention_heads"]) * 2
     poly = generation.kv_cache_bytes(graph_of("qwen2-sliding"), "bfloat16")
     for seq in (3, WINDOW - 1, WINDOW, 50):
-        assert cost.evaluate(poly, {"batch": 2, "seq": seq}) == 2 * per * (2 * seq + 2 * min(seq, WINDOW - 1))
+        assert costbase.evaluate(poly, {"batch": 2, "seq": seq}) == 2 * per * (2 * seq + 2 * min(seq, WINDOW - 1))
 
 
 def test_the_summary_is_the_cache_at_4096_tokens_in_bfloat16_batch_one() -> None:
@@ -191,21 +251,19 @@ def test_key_and_value_shapes_of_fused_attention_are_its_operands() -> None:
         generation.cache_layers(unknown)
     no_dtype = _one_block(**{g.DTYPE: "bfloat16"})
     assert {layer.dtype for layer in generation.cache_layers(no_dtype)} == {"bfloat16"}
-    assert cost.evaluate(generation.kv_cache_bytes(no_dtype), {"batch": 1, "seq": 1}) == layers * kv_heads * 16 * 2
+    assert costbase.evaluate(generation.kv_cache_bytes(no_dtype), {"batch": 1, "seq": 1}) == layers * kv_heads * 16 * 2
 
 
 def _eager_value(graph: nx.DiGraph, shape: list[Any]) -> nx.DiGraph:
-    """``graph`` with the value read by each weights × values product given ``shape``."""
+    """``graph`` with the value read by each weights × values product given ``shape`` (as the product read it)."""
     from bertgraph.graph.facts.attention import eager_products
-    from bertgraph.graph.facts.walk import argument
 
     graph = graph.copy()
     for node in generation._attention_nodes(graph):
         _, weighted = eager_products(graph, node)
         assert weighted is not None
-        value = argument(graph, weighted, 1)
-        assert value is not None
-        graph.nodes[value][g.SHAPE] = shape
+        inputs = graph.nodes[weighted][g.INPUTS]
+        graph.nodes[weighted][g.INPUTS] = [inputs[0], shape, *inputs[2:]]
     return graph
 
 
@@ -235,7 +293,10 @@ def test_cache_layer_details_without_module_inputs_or_a_known_width() -> None:
     no_inputs = graph_of("llama").copy()
     for node in generation._attention_nodes(no_inputs):
         del no_inputs.nodes[node][g.INPUTS]
-    with pytest.raises(CostError, match="trace the model with its default attention$"):
+    with pytest.raises(
+        CostError,
+        match=r"are not found \(fused: its operands; eager: the products around its softmax\), so none is guessed$",
+    ):
         generation.cache_layers(no_inputs)
     # a width nobody knows is no width guessed
     assert generation.kv_cache_bytes(graph_of("llama"), "int4") == 0
@@ -306,7 +367,7 @@ def test_a_decode_step_runs_weights_at_one_token_and_attention_over_the_cache(le
     assert generation.step_name(graph) == length
     step = generation.decode_step_flops(graph)
     for batch, cached in ((1, 1), (2, 3), (3, 9)):
-        assert cost.evaluate(step, {"batch": batch, length: cached}) == _decoder_step(batch, cached)
+        assert costbase.evaluate(step, {"batch": batch, length: cached}) == _decoder_step(batch, cached)
 
 
 def test_generating_is_the_prefill_then_one_step_per_token_and_the_cache_at_the_end() -> None:
@@ -324,6 +385,26 @@ def test_generating_is_the_prefill_then_one_step_per_token_and_the_cache_at_the_
             "total_flops": 507 + steps,
             "kv_cache_bytes": cache,
         }
+
+
+def test_generating_any_number_of_tokens_is_the_sum_of_its_steps_in_closed_form() -> None:
+    """Every step from the first cached token on, across the window's cap (3 tokens kept) and far past it:
+    the closed form is the step-by-step sum, and a hundred thousand steps are the module doc's rule summed
+    by hand (each step's count is linear in the cached length once the window is full)."""
+    graph = _decoder()
+    for start in (1, 2, 3, 4):
+        for tokens in range(12):
+            planned = generation.generate(graph, {"batch": 2, "seq": start}, tokens, s)
+            assert planned["decode_flops"] == sum(_decoder_step(2, start + i) for i in range(tokens)), (start, tokens)
+    tokens = 10**5
+    planned = generation.generate(graph, {"batch": 3, "seq": 1}, tokens, s)
+    last = tokens  # cached lengths 1 … tokens
+    full = sum(_decoder_step(3, cached) for cached in range(1, 3))  # 1, 2: the window not yet full
+    slope = _decoder_step(3, 4) - _decoder_step(3, 3)
+    steps = last - 2  # cached lengths 3 … last
+    full += steps * _decoder_step(3, 3) + slope * (steps - 1) * steps // 2
+    assert planned["decode_flops"] == full and planned["tokens"] == tokens
+    assert planned["kv_cache_bytes"] == 3 * 2 * (4 + 4) * 4 * ((1 + tokens) + 3)
 
 
 def _encoder_decoder() -> nx.DiGraph:
@@ -352,7 +433,7 @@ def test_an_encoder_decoders_step_skips_the_encoder_and_cross_attentions_project
     step = generation.decode_step_flops(graph)
     for batch, seq, tgt in ((1, 8, 1), (2, 5, 7)):
         expected = 11 + 3 * batch + 2 + 8 * batch * (tgt + 1) + 9 * batch * seq
-        assert cost.evaluate(step, {"batch": batch, "seq": seq, "tgt": tgt}) == expected
+        assert costbase.evaluate(step, {"batch": batch, "seq": seq, "tgt": tgt}) == expected
     planned = generation.generate(graph, {"batch": 1, "seq": 8, "tgt": 2}, 2, Poly.const(1))
     assert planned["decode_flops"] == sum(11 + 3 + 2 + 8 * (tgt + 1) + 9 * 8 for tgt in (2, 3))
     # the cache at the end: the decoder's 2 + 2 tokens and the encoder's 8, 2 heads × (4 + 4) float32 each
@@ -360,13 +441,13 @@ def test_an_encoder_decoders_step_skips_the_encoder_and_cross_attentions_project
     # without its stacks recorded, an op is the encoder's by its cost alone: the constants are run
     del graph.graph[g.G_STACKS]
     expected = 17 + 7 + 11 + 3 + 2 + 8 * 2 + 9 * 8
-    assert cost.evaluate(generation.decode_step_flops(graph), {"batch": 1, "seq": 8, "tgt": 1}) == expected
+    assert costbase.evaluate(generation.decode_step_flops(graph), {"batch": 1, "seq": 8, "tgt": 1}) == expected
 
 
 def test_an_encoder_stack_in_a_decoder_only_graph_is_run_at_each_step() -> None:
     graph = _decoder()
     graph.graph[g.G_STACKS] = {"layers": "encoder", "head": "encoder"}
-    assert cost.evaluate(generation.decode_step_flops(graph), {"batch": 2, "seq": 3}) == _decoder_step(2, 3)
+    assert costbase.evaluate(generation.decode_step_flops(graph), {"batch": 2, "seq": 3}) == _decoder_step(2, 3)
 
 
 def test_a_decode_step_refuses_attention_that_caches_nothing() -> None:
@@ -412,7 +493,7 @@ def test_allowed_pairs_are_the_pairs_the_mask_lets_through(kind: str, window: in
     twice = masked.twice_allowed_pairs(kind, window, "tgt")
     assert twice.dims() <= {"tgt"}
     for n in range(1, 12):
-        assert cost.evaluate(twice, {"tgt": n}) == 2 * _pairs_by_hand(kind, window, n), n
+        assert costbase.evaluate(twice, {"tgt": n}) == 2 * _pairs_by_hand(kind, window, n), n
 
 
 def test_the_pairs_of_a_product_are_its_lengths() -> None:
@@ -473,7 +554,7 @@ def test_masked_flops_count_allowed_pairs_of_each_product_and_skip_weights() -> 
             + 2 * batch * n * n
             + 2 * batch * n * n
         )
-        assert cost.evaluate(poly, {"batch": batch, "seq": n, "tgt": tgt}) == expected, (batch, n)
+        assert costbase.evaluate(poly, {"batch": batch, "seq": n, "tgt": tgt}) == expected, (batch, n)
     assert masked._halve(Poly.const(2**60 + 2)) == Poly.const(2**59 + 1)  # exact beyond a float's precision
 
 
@@ -677,3 +758,12 @@ def test_saved_bytes_take_each_ops_width_and_keep_what_later_ops_read() -> None:
         "odd": row,
         "soft": row,
     }
+
+
+def test_the_cache_in_elements_times_an_item_size_is_its_bytes() -> None:
+    for name in CONFIGS:
+        graph = graph_of(name)
+        elements = generation.kv_cache_elements(graph)
+        assert elements and elements.dims() <= {"batch", "seq", "tgt"}
+        for dtype, width in BYTES.items():
+            assert generation.kv_cache_bytes(graph, dtype) == elements * width, (name, dtype)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bertgraph.graph.poly import Poly, PolyError, product, total
+from bertgraph.graph.poly import Poly, PolyError, power_sum, product, summed, total
 
 NAMES = ("batch", "choices", "seq")
 
@@ -135,3 +135,35 @@ def test_terms_of_one_degree_keep_one_order_and_errors_quote_the_text() -> None:
         Poly.parse("min(seq, 15(")
     with pytest.raises(PolyError, match=r"^negative powers are not polynomials$"):
         Poly.var("seq") ** -2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.sampled_from([None, 0, 3, 15]), st.integers(-50, 50)), max_size=5),
+    st.integers(-5, 40),
+    st.integers(-3, 45),
+)
+def test_a_sum_over_a_dimension_in_closed_form_is_the_sum_term_by_term(
+    terms: list[tuple[int, int | None, int]], first: int, count: int
+) -> None:
+    """``summed`` equals adding ``poly`` at every length, capped dimensions split where their cap is
+    reached (before the range, inside it or after it), other dimensions kept; an empty range is 0."""
+    seq, batch = Poly.var("seq"), Poly.var("batch")
+    poly = total(
+        c * seq**power * (Poly.capped("seq", cap) if cap is not None else batch) for power, cap, c in terms
+    ) + 7 * Poly.capped("tgt", 2)
+    last = first + count - 1
+    found = summed(poly, "seq", first, last)
+    assert "seq" not in found.dims()
+    for at in ({"batch": 3, "tgt": 1}, {"batch": -2, "tgt": 9}):
+        by_term = sum(poly.evaluate({**at, "seq": n}) for n in range(first, last + 1))
+        assert found.evaluate(at) == by_term
+
+
+def test_power_sums_are_faulhabers_for_every_whole_number() -> None:
+    for power in range(6):
+        for n in range(-8, 30):
+            # the polynomial in n: its differences are n**power everywhere, and it is 0 at 0
+            assert power_sum(power, n) - power_sum(power, n - 1) == n**power, (power, n)
+        assert power_sum(power, 0) == 0
+    assert power_sum(3, 10**8) == (10**8 * (10**8 + 1) // 2) ** 2

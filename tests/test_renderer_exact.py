@@ -236,6 +236,7 @@ def _asked_graphs(request: DiagramRequest) -> tuple[nx.DiGraph, nx.DiGraph]:
 @pytest.mark.parametrize("unfold", [False, True])
 def test_an_inline_svg_is_the_layout_of_the_diagram_its_options_ask_for(unfold: bool) -> None:
     from bertgraph.render import dot, embed, graphviz_run
+    from bertgraph.render.ids import legend_classes
 
     request = replace(ASKED, unfold=unfold)
     graph, compare = _asked_graphs(request)
@@ -243,7 +244,7 @@ def test_an_inline_svg_is_the_layout_of_the_diagram_its_options_ask_for(unfold: 
     assert renderer._svg_source(graph, compare, request) == source
     draw = renderer.DiagramRenderer(None)
     prefix = f"bg{draw.key(request, 'inline-svg')[:8]}-"
-    svg = graphviz_run.render(source, "svg").decode("utf-8")
+    svg = legend_classes(graphviz_run.render(source, "svg").decode("utf-8"))  # the swatches classed as their roles
     expected = embed.inline_svg(svg, prefix, "bert-tiny · BertModel, depth 2")
     assert draw.html(request) == f'<div class="bertgraph bertgraph-dark">{expected}</div>'
 

@@ -48,7 +48,8 @@ def test_report_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "![FLOPs against sequence length, linear layers and attention](bert-flops.png)" in text
     assert (tmp_path / "bert-flops.png").read_bytes().startswith(b"\x89PNG")
     html = MarkdownIt("commonmark").enable("table").render(text)
-    assert html.count("<table>") == 7  # parameters, module tree, cost (figures, memory, modules), head diff, every one
+    # parameters, module tree, cost (figures, memory, deployment, modules), head diff, every one
+    assert html.count("<table>") == 8
 
 
 def test_report_without_svg_and_for_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import networkx as nx
@@ -12,6 +13,7 @@ import pytest
 
 from bertgraph.graph.schematic import columns
 from bertgraph.render import schematic
+from tests.family_configs import TINY
 
 THREE = ("bert-base-uncased", "gpt2", "t5-small")
 
@@ -223,3 +225,209 @@ def test_mermaid_schematic_as_mermaid_js_lays_it_out(traced: Any) -> None:
     edges = re.findall(r"^  (\w+) (?:-->|-\.->|==>) (\w+)$", text, re.MULTILINE)
     assert len(edges) > 40 and [(a, b) for a, b in edges if at[a][1] >= at[b][1]] == []
     assert {a for a, b in edges if a.startswith("m2c0") and b.startswith("m2c1")} == {"m2c0out"}
+
+
+# --- configs of our own: what acts inside attention, colours, encoder left of decoder -------------
+
+OWN: dict[str, Any] = {
+    # q_norm and k_norm on each head's queries and keys
+    "qwen3": {"model_type": "qwen3", **TINY["qwen3"], "num_hidden_layers": 2},
+    # q_norm and k_norm over the whole projection, and norms after each sublayer (OLMo-2)
+    "olmo2": {
+        "model_type": "olmo2",
+        "vocab_size": 99,
+        "hidden_size": 32,
+        "intermediate_size": 40,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 64,
+    },
+    "llama": {**TINY["llama"], "num_hidden_layers": 2},
+    "t5-4-3": {**TINY["t5"], "num_layers": 4, "num_decoder_layers": 3},
+    "bart-3-3": TINY["bart"],
+    "deberta": {**TINY["deberta-v2"], "num_hidden_layers": 2},
+    "mpnet": {**TINY["mpnet"], "num_hidden_layers": 2},
+    "bert": {**TINY["bert"], "num_hidden_layers": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory: pytest.TempPathFactory, traced: Any) -> Any:
+    """``own(name)``: the traced graph of one of :data:`OWN`'s configs."""
+
+    def get(name: str) -> nx.DiGraph:
+        folder = tmp_path_factory.getbasetemp() / "schematic-configs" / name
+        if not (folder / "config.json").is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "config.json").write_text(json.dumps(OWN[name]))
+        return traced(str(folder)).graph
+
+    return get
+
+
+def _attention_steps(graph: nx.DiGraph) -> list[list[Any]]:
+    return [[s for s in column.steps if s.role == "attention"] for column in columns(graph)[1]]
+
+
+@pytest.mark.parametrize(
+    ("name", "order"),
+    [
+        ("qwen3", ["norm", "attention", "residual", "norm", "feed-forward", "residual"]),
+        ("olmo2", ["attention", "norm", "residual", "feed-forward", "norm", "residual"]),  # norms after sublayers
+    ],
+)
+def test_query_and_key_norms_act_inside_attention(own: Any, name: str, order: list[str]) -> None:
+    """A norm between attention's first op and its product, on the query and key paths only, is said
+    inside the attention step ("q/k RMSNorm"), never drawn as norms after attention."""
+    graph = own(name)
+    (column,) = columns(graph)[1]
+    assert [step.role for step in column.steps] == order
+    ((attention,),) = _attention_steps(graph)
+    assert "q/k RMSNorm" in attention.details
+    assert schematic.step_text(column, attention).split(" · ")[:2] == ["causal self-attention", "q/k RMSNorm"]
+
+
+def test_qwen3_published_has_its_norms_inside_attention(traced: Any) -> None:
+    (column,) = columns(traced("Qwen3-0.6B").graph)[1]
+    assert [step.role for step in column.steps][:3] == ["norm", "attention", "residual"]
+    source = str(schematic.schematic_text([traced("Qwen3-0.6B").graph], "dot"))
+    assert "causal self-attention<br/>q/k RMSNorm" in source
+
+
+@pytest.mark.parametrize("name", ["llama", "bert", "t5-4-3", "bart-3-3"])
+def test_a_norm_before_attention_stays_a_step(own: Any, name: str) -> None:
+    """The layer's input norm feeds queries, keys and values (T5's cross-attention norm the queries
+    alone, before the block's first op): no attention step says a norm."""
+    for steps in _attention_steps(own(name)):
+        assert not any("Norm" in detail for step in steps for detail in step.details)
+
+
+@pytest.mark.parametrize(
+    ("name", "embedded", "inside"),
+    [
+        ("bert", ["absolute"], []),
+        ("bart-3-3", ["absolute"], []),
+        ("llama", [], ["rotary positions on q/k"]),
+        ("qwen3", [], ["rotary positions on q/k"]),
+        ("t5-4-3", [], ["relative-position bias on scores"]),
+        ("deberta", [], ["relative positions on scores"]),
+        ("mpnet", ["absolute"], ["relative-position bias on scores"]),
+    ],
+)
+def test_positions_are_drawn_where_they_act(own: Any, name: str, embedded: list[str], inside: list[str]) -> None:
+    """Absolute positions are added at the embeddings; rotary and relative ones act in every layer's
+    self-attention (on q/k, or on the scores), never in cross-attention, and not at the embeddings."""
+    graph = own(name)
+    cols = columns(graph)[1]
+    for column in cols:
+        assert column.positions == embedded
+        words = schematic.embeddings_text(column).split(" · ")
+        assert [w for w in words if w.endswith("positions")] == [f"{k} positions" for k in embedded]
+        (attention,) = [s for s in column.steps if s.role == "attention"]
+        assert [d for d in attention.details if "positions" in d or "bias" in d] == inside
+        assert all(not s.details for s in column.steps if s.role == "cross-attention")
+    source = str(schematic.schematic_text([graph], "dot"))
+    emb = re.findall(r'"m0c\demb" \[label=<([^>]*(?:<br/>[^>]*)*)>', source)
+    assert emb and all(not any(w in label for w in ("rotary", "relative")) for label in emb)
+
+
+def _fills(source: str) -> dict[str, tuple[str, str]]:
+    """(fill, border) of every node that has a fill, read from the laid-out ``dot -Tjson``."""
+    data = json.loads(subprocess.run(["dot", "-Tjson"], input=source.encode(), capture_output=True, check=True).stdout)
+    return {o["name"]: (o["fillcolor"], o.get("color", "")) for o in data["objects"] if "fillcolor" in o}
+
+
+@pytest.mark.parametrize("names", [("t5-4-3",), ("bert", "llama", "bart-3-3")])
+def test_families_figure_has_the_diagrams_look_per_role_and_a_legend(
+    own: Any, dot_binary: str, names: tuple[str, ...]
+) -> None:
+    """Each step's fill and border are the diagrams' for its role (render/style.py), the cross-attention
+    arrow is cross-attention's colour, and every look drawn is in the legend."""
+    from bertgraph.render import style
+
+    graphs = [own(name) for name in names]
+    source = str(schematic.schematic_text(graphs, "dot"))
+    kinds = style.theme("light")["kinds"]
+    fills = _fills(source)
+    built = schematic.built_columns(graphs)
+    for number, (_, cols) in enumerate(built):
+        for side, column in enumerate(cols):
+            prefix = f"m{number}c{side}"
+            assert fills[f"{prefix}emb"] == (kinds["embedding"].fill, kinds["embedding"].border)
+            for index, step in enumerate(column.steps):
+                expected = {
+                    "norm": "normalisation",
+                    "feed-forward": "feed-forward",
+                    "cross-attention": "attention-cross",
+                    "attention": style.attention_kind("attention", column.pattern),
+                }.get(step.role)
+                if expected:
+                    assert fills[f"{prefix}s{index}"] == (kinds[expected].fill, kinds[expected].border), step
+    cross = kinds["attention-cross"].border
+    crossing = re.findall(r'"m\d+c0out" -> "m\d+c1s\d+" \[([^]]*)\]', source)
+    assert crossing and all(f'color="{cross}"' in attrs for attrs in crossing)
+    legend = schematic.legend_entries(built)
+    drawn = {fill for fill, _ in fills.values()} - {"white", "#ffffff"}
+    assert drawn <= {kinds[kind].fill for kind, _ in legend if kind in kinds}
+    assert ("cross", "encoder output into cross-attention") in legend
+    svg = schematic.schematic_text(graphs, "svg")
+    texts = {t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")}
+    assert {name for _, name in legend} <= texts
+
+
+@pytest.mark.parametrize("names", [("t5-4-3",), ("bart-3-3",), ("bart-3-3", "bert", "t5-4-3")])
+def test_encoder_left_of_decoder_for_any_config(own: Any, dot_binary: str, names: tuple[str, ...]) -> None:
+    source = str(schematic.schematic_text([own(name) for name in names], "dot"))
+    data = json.loads(subprocess.run(["dot", "-Tjson"], input=source.encode(), capture_output=True, check=True).stdout)
+    x = {o["name"]: float(o["pos"].split(",")[0]) for o in data["objects"] if "pos" in o}
+    pairs = [(f"m{n}c0emb", f"m{n}c1emb") for n in range(len(names)) if f"m{n}c1emb" in x]
+    assert pairs and all(x[encoder] < x[decoder] for encoder, decoder in pairs)
+
+
+@pytest.mark.browser
+def test_mermaid_schematic_of_own_configs_keeps_order_and_looks(own: Any) -> None:
+    """As mermaid.js lays them out: every encoder left of its decoder (T5 4+3, BART 3+3, alone and beside
+    others), every box filled as the diagrams fill its role, the cross-attention arrows in its colour,
+    and one model's text at least 6 px when the figure is shown in an 800 px column."""
+    from bertgraph.render import style
+    from tests.conftest import require
+    from tests.mermaid_browser import browser_available, node_centres, render_mermaid, svg_width
+
+    reason = browser_available()
+    require(reason is None, reason or "")
+    kinds = style.theme("light")["kinds"]
+    figures = {"t5": ("t5-4-3",), "bart": ("bart-3-3",), "three": ("bart-3-3", "bert", "t5-4-3")}
+    texts = {key: schematic.mermaid_text([own(name) for name in names]) for key, names in figures.items()}
+    results = render_mermaid(texts)
+    for key, result in results.items():
+        assert result.ok, result.error
+        at = node_centres(result.svg)
+        models = [n for n in range(len(figures[key])) if f"m{n}c1emb" in at]
+        assert models and all(at[f"m{n}c0emb"][0] < at[f"m{n}c1emb"][0] for n in models)
+        fills = dict(re.findall(r'class="node default (k_\w+)"[^>]*>\s*<rect[^>]*style="fill:(#\w+)', result.svg))
+        assert fills and all(fills[name] == kinds[name[2:].replace("_", "-")].fill for name in fills)
+        cross = re.findall(r'id="[^"]*L_m\d+c0out_m\d+c1s\d+_\d+"[^>]*style="([^"]*)"', result.svg)
+        assert cross and all(f"stroke:{kinds['attention-cross'].border}" in look for look in cross)
+        if len(figures[key]) == 1:  # five columns side by side are read on a wider page
+            sizes = [float(s) for s in re.findall(r"font-size:\s*([\d.]+)px", result.svg)] or [16.0]
+            assert min(sizes) * min(1.0, 800 / svg_width(result.svg)) >= 6, key
+
+
+def test_the_dark_theme_gives_the_diagrams_dark_look(
+    own: Any, dot_binary: str, tmp_path: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``families --theme dark``: the schematic takes the dark palette, as the diagrams do."""
+    from bertgraph.cli import main
+    from bertgraph.render import style
+
+    dark = style.theme("dark")
+    own("t5-4-3")  # its config written and traced
+    folder = tmp_path_factory.getbasetemp() / "schematic-configs" / "t5-4-3"
+    assert main(["families", str(folder), "--theme", "dark", "-o", str(tmp_path / "f.dot")]) == 0
+    fills = _fills((tmp_path / "f.dot").read_text())
+    assert fills["m0c0emb"] == (dark["kinds"]["embedding"].fill, dark["kinds"]["embedding"].border)
+    assert fills["m0c1s4"] == (dark["kinds"]["attention-cross"].fill, dark["kinds"]["attention-cross"].border)
+    assert main(["families", str(folder), "--theme", "dark", "-o", str(tmp_path / "f.mmd")]) == 0
+    text = (tmp_path / "f.mmd").read_text()
+    assert '%%{init: {"theme": "dark"}}%%' in text and f"fill:{dark['kinds']['embedding'].fill}" in text

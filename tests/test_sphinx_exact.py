@@ -187,6 +187,7 @@ def test_the_directive_takes_one_argument_with_spaces_and_no_content() -> None:
         *SIZE_OPTIONS,
         "seq-len",
         "batch",
+        "css",
         "alt",
         "align",
         "name",
@@ -432,7 +433,8 @@ def test_bad_options_are_one_warning_each_at_their_line_and_no_node(tmp_path: Pa
     assert bertgraph_warnings == [
         f"{index}:4: WARNING: bertgraph: depth must be 0 to 4, got 9 [bertgraph]",
         f"{index}:7: WARNING: bertgraph: unknown model 'bert-huge-uncased'; closest presets: bert-large-uncased,"
-        " bert-base-uncased, bert-large-cased (or give a local directory with config.json) [bertgraph]",
+        " bert-base-uncased, bert-large-cased (or give a local directory with config.json, or a hub id such as"
+        " org/name) [bertgraph]",
         f"{index}:9: WARNING: bertgraph: figure masks draws each model's base graph; drop the head option [bertgraph]",
     ]
     docutils_errors = [line for line in built.warnings if ": bertgraph:" not in line]

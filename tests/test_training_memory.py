@@ -18,7 +18,7 @@ import torch
 
 from bertgraph.api import Architecture
 from bertgraph.cli import main
-from bertgraph.graph import cost, memory, saved
+from bertgraph.graph import costbase, costtable, memory, saved
 from bertgraph.graph import schema as g
 from bertgraph.graph.poly import Poly
 from bertgraph.model import build_model, example_inputs, resolve
@@ -59,7 +59,7 @@ def measure(
 def test_saved_activations_match_autograd(traced: Callable[..., Architecture], name: str, batch: int, seq: int) -> None:
     found = saved.saved_activation_bytes(graph_for(name, traced))
     assert not found.unsupported
-    estimate = cost.evaluate(found.bytes, {"batch": batch, "seq": seq, "tgt": seq})
+    estimate = costbase.evaluate(found.bytes, {"batch": batch, "seq": seq, "tgt": seq})
     measured, _ = measure(name, batch, seq)
     assert abs(estimate - measured) <= TOLERANCE * measured, (name, estimate, measured, estimate / measured)
     # stronger than asked, since each rule accounts for its bytes: within 0.1 % (a layer norm's statistics
@@ -79,7 +79,7 @@ def test_saved_activations_of_a_model_built_in_half_precision(name: str, dtype: 
     model_name, head = reference(name)
     graph = trace(resolve(model_name, head, dtype=dtype))
     sizes = {"batch": 2, "seq": 16, "tgt": 16}
-    estimate = cost.evaluate(saved.saved_activation_bytes(graph).bytes, sizes)
+    estimate = costbase.evaluate(saved.saved_activation_bytes(graph).bytes, sizes)
     measured, _ = measure(name, 2, 16, dtype=getattr(torch, dtype))
     assert estimate == measured, (estimate, measured)
     _HALF[name, dtype] = graph
@@ -91,7 +91,7 @@ def test_cost_dtype_traces_in_the_dtype(capsys: pytest.CaptureFixture[str]) -> N
     assert main([*argv, "--format", "json", "--no-cache"]) == 0
     report = json.loads(capsys.readouterr().out)
     graph = _HALF.get(("llama", "bfloat16")) or trace(resolve(model_name, head, dtype="bfloat16"))
-    expected = cost.evaluate(saved.saved_activation_bytes(graph).bytes, {"batch": 2, "seq": 16})
+    expected = costbase.evaluate(saved.saved_activation_bytes(graph).bytes, {"batch": 2, "seq": 16})
     assert report["memory"]["training_activation_bytes"] == [expected]
     assert report["training"]["activations"]["dtype"] == "bfloat16"
     numel = sum(int(row["numel"]) for row in g.parameter_rows(graph))
@@ -100,7 +100,7 @@ def test_cost_dtype_traces_in_the_dtype(capsys: pytest.CaptureFixture[str]) -> N
 
 @pytest.mark.parametrize("name", ["bert", "llama", "t5"])
 def test_saved_activations_at_batch_one(traced: Callable[..., Architecture], name: str) -> None:
-    estimate = cost.evaluate(
+    estimate = costbase.evaluate(
         saved.saved_activation_bytes(graph_for(name, traced)).bytes, {"batch": 1, "seq": 8, "tgt": 8}
     )
     measured, _ = measure(name, 1, 8)
@@ -110,7 +110,7 @@ def test_saved_activations_at_batch_one(traced: Callable[..., Architecture], nam
 def test_gpt2_at_batch_one_keeps_the_fused_projection_instead_of_a_value_copy() -> None:
     # At batch 1 the attention kernel's batched product reads the value as a view of the fused q/k/v
     # projection (three times its size); the formula counts the copy every larger batch makes.
-    estimate = cost.evaluate(saved.saved_activation_bytes(graph_of("gpt2")).bytes, {"batch": 1, "seq": 8})
+    estimate = costbase.evaluate(saved.saved_activation_bytes(graph_of("gpt2")).bytes, {"batch": 1, "seq": 8})
     measured, _ = measure("gpt2", 1, 8)
     assert 0.9 * measured <= estimate < measured
 
@@ -120,7 +120,7 @@ def test_frozen_parameters_get_no_gradient_state_or_saved_inputs(traced: Callabl
     measured_all, numel = measure("bert", 2, 16)
     frozen = tuple(n for n in numel if n.startswith(("embeddings.", "encoder.layer.0.")))
     measured_frozen, _ = measure("bert", 2, 16, frozen)
-    estimate = cost.evaluate(
+    estimate = costbase.evaluate(
         saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen)).bytes, {"batch": 2, "seq": 16}
     )
     assert measured_frozen < measured_all
@@ -168,7 +168,7 @@ def test_cost_freeze_on_the_command_line_is_the_frozen_training_step(
     expected = memory.training_memory(graph, "float32", frozen)
     assert report["training"]["rows"] == expected["rows"] and expected["frozen_parameters"] > 0
     kept = saved.saved_activation_bytes(graph, memory.frozen_names(graph, frozen))
-    assert report["training"]["activations"]["values"] == [cost.evaluate(kept.bytes, {"batch": 2, "seq": 16})]
+    assert report["training"]["activations"]["values"] == [costbase.evaluate(kept.bytes, {"batch": 2, "seq": 16})]
     assert traced("bert-tiny").cost(16, 2, freeze=["embeddings", "encoder.layer.0"])["training"] == report["training"]
     assert main(["cost", "bert-tiny", "--freeze", "encoder.layer.9"]) == 2
     assert "matches no parameter" in capsys.readouterr().err
@@ -187,7 +187,9 @@ def test_an_op_without_a_rule_is_listed_not_counted_as_zero(
     monkeypatch.delitem(saved.SAVES, "aten.gelu")
     found = saved.saved_activation_bytes(graph)
     assert found.unsupported == ["aten.gelu"]
-    assert cost.evaluate(found.bytes, {"batch": 1, "seq": 8}) < cost.evaluate(whole.bytes, {"batch": 1, "seq": 8})
+    assert costbase.evaluate(found.bytes, {"batch": 1, "seq": 8}) < costbase.evaluate(
+        whole.bytes, {"batch": 1, "seq": 8}
+    )
 
 
 def test_cost_json_and_text_give_the_training_lines(
@@ -198,9 +200,11 @@ def test_cost_json_and_text_give_the_training_lines(
     assert main([*args, "--format", "json", "-o", str(target)]) == 0
     data = json.loads(target.read_text())
     poly = Poly.parse(data["training"]["activations"]["formula"])
-    values = [cost.evaluate(poly, s) for s in data["sizes"]]
+    values = [costbase.evaluate(poly, s) for s in data["sizes"]]
     assert data["memory"]["training_activation_bytes"] == values
-    assert values[0] == cost.evaluate(saved.saved_activation_bytes(traced("bert-tiny").graph).bytes, data["sizes"][0])
+    assert values[0] == costbase.evaluate(
+        saved.saved_activation_bytes(traced("bert-tiny").graph).bytes, data["sizes"][0]
+    )
     assert data["training"]["total_with_activations"] == [data["training"]["total"] + v for v in values]
     assert all(row["dtype"] == "float32" for row in data["training"]["rows"])
     assert main([*args, "--depth", "0"]) == 0
@@ -211,7 +215,7 @@ def test_cost_json_and_text_give_the_training_lines(
 
 @pytest.mark.slow
 def test_bert_base_at_128_tokens(traced: Callable[..., Architecture], capsys: pytest.CaptureFixture[str]) -> None:
-    estimate = cost.evaluate(
+    estimate = costbase.evaluate(
         saved.saved_activation_bytes(traced("bert-base-uncased").graph).bytes, {"batch": 1, "seq": 128}
     )
     spec = resolve("bert-base-uncased", batch=1, seq_len=128)
@@ -225,7 +229,7 @@ def _by_module(graph: nx.DiGraph, sizes: dict[str, int]) -> dict[str, int]:
     found: dict[str, int] = {}
     for node, poly in saved.saved_activation_bytes(graph).by_node.items():
         module = str(graph.nodes[node].get(g.MODULE, ""))
-        found[module] = found.get(module, 0) + cost.evaluate(poly, sizes)
+        found[module] = found.get(module, 0) + costbase.evaluate(poly, sizes)
     return {module: size for module, size in sorted(found.items()) if size}
 
 
@@ -264,7 +268,7 @@ def test_annotate_memory_shows_what_each_module_keeps_for_backward(traced: Calla
 
     graph = graph_of("gpt2")
     arch = Architecture(graph)
-    sizes = cost.sizes_for(graph)
+    sizes = costbase.sizes_for(graph)
     ours = _by_module(graph, sizes)
     dot = arch.to_dot(depth=2, annotate="memory", fold=False)
     layer = next(m for m in ours if m.endswith("h.0.attn"))
@@ -273,8 +277,8 @@ def test_annotate_memory_shows_what_each_module_keeps_for_backward(traced: Calla
     from bertgraph.graph import views
 
     top = views.view(shown, level=1, fold=False)
-    total = sum(cost.evaluate(cost.node_poly(d, g.SAVED_BYTES), sizes) for _, d in top.nodes(data=True))
-    assert total == cost.evaluate(saved.saved_activation_bytes(graph).bytes, sizes) > 0
+    total = sum(costbase.evaluate(costbase.node_poly(d, g.SAVED_BYTES), sizes) for _, d in top.nodes(data=True))
+    assert total == costbase.evaluate(saved.saved_activation_bytes(graph).bytes, sizes) > 0
     assert "kept for backward" not in arch.to_dot(depth=2, annotate="flops")
 
 
@@ -289,7 +293,7 @@ def test_the_cost_table_says_what_each_module_keeps_for_backward() -> None:
     sizes = {"batch": 2, "seq": 16}
     model = build_model(spec, weights=True)
     measured = saved_bytes_by_module(model, example_inputs(spec, device="cpu", shape=(2, 16)))
-    report = cost.cost_report(graph, [sizes], fold=False)
+    report = costtable.cost_report(graph, [sizes], fold=False)
     rows = {row["path"]: row["saved_bytes"]["values"][0] for row in report["rows"]}
     assert len(rows) > 20
     for path, value in rows.items():

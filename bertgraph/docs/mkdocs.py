@@ -148,6 +148,8 @@ class BertgraphPlugin(BasePlugin[BertgraphConfig]):
             figure = options.get("figure") not in (None, "diagram")
             names = model_names(options["model"]) if figure else [options["model"]]
             options["model"] = join_models([page_relative(name, folder) for name in names])
+        if isinstance(options.get("css"), str) and folder is not None:
+            options["css"] = str(folder / os.path.expanduser(options["css"]))  # beside the page, as models are
         return parse(options, {"theme": self.config.theme, "format": self.config.format})
 
     def _markdown(self, request: DiagramRequest, config: Any) -> str:

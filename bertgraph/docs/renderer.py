@@ -247,7 +247,9 @@ class DiagramRenderer:
         if request.format == "html":
             from bertgraph.render.html import generate_html
 
-            page = generate_html(graph, request.depth, not request.unfold, request.theme, compare, request.edge_labels)
+            page = generate_html(
+                graph, request.depth, not request.unfold, request.theme, compare, request.edge_labels, request.css
+            )
             data = embed.iframe(page, _title(graph, request)).encode("utf-8")
             return lambda: data
         source = _svg_source(graph, compare, request)
@@ -334,10 +336,10 @@ def figure_source(graphs: list[nx.DiGraph], request: DiagramRequest, dpi: int | 
         from bertgraph.render import schematic
 
         return "\n".join(schematic.generate_lines(graphs, dpi)) + "\n"
-    from bertgraph.graph.masks import Example
+    from bertgraph.graph.masks import example_for
     from bertgraph.render import masks
 
-    example = Example(request.seq_len or Example.seq_len)
+    example = example_for(graphs, request.seq_len)
     found = masks.masks_of(zip(request.names(), graphs), example)
     return masks.dot_source(found, dpi)
 
@@ -355,9 +357,18 @@ def _svg_source(graph: nx.DiGraph, compare: nx.DiGraph | None, request: DiagramR
 def _svg_fragment(image: bytes, label: str, request: DiagramRequest, key: str) -> str:
     """The laid-out SVG as the page's piece: ids of its own, its label, the theme's styling."""
     from bertgraph.render import embed
+    from bertgraph.render.ids import legend_classes
 
-    svg = image.decode("utf-8")
+    svg = legend_classes(image.decode("utf-8"))
     body = embed.inline_svg(svg, f"bg{key[:8]}-", label)
+    restyled, style = "", ""
+    if request.css:
+        from bertgraph.render.restyle import scoped
+
+        # scoped to this drawing: the page holds the theme's own markup and other drawings
+        restyled = f" bertgraph-css-{hashlib.sha256(request.css.encode()).hexdigest()[:8]}"
+        style = f"<style>{scoped(request.css, '.' + restyled.strip())}</style>"
     if request.theme == "auto":
-        return f'<div class="bertgraph bertgraph-auto">{embed.auto_theme_style("bertgraph-auto")}{body}</div>'
-    return f'<div class="bertgraph bertgraph-{request.theme}">{body}</div>'
+        themed = embed.auto_theme_style("bertgraph-auto")
+        return f'<div class="bertgraph bertgraph-auto{restyled}">{themed}{style}{body}</div>'
+    return f'<div class="bertgraph bertgraph-{request.theme}{restyled}">{style}{body}</div>'

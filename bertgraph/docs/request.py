@@ -13,6 +13,8 @@ from typing import Any
 from bertgraph.errors import BertgraphError
 from bertgraph.model import ModelSpec, resolve
 from bertgraph.model.families.record import HEAD_NAMES
+from bertgraph.model.fields import LIMITS
+from bertgraph.model.spec import check_length
 
 FORMATS = ("svg", "mermaid", "html", "table", "summary")
 TEXT_FORMATS = ("table", "summary")  # tables of one model, drawn as text
@@ -36,7 +38,10 @@ OPTIONS = (
     "seq-len",
     "batch",
     "figure",
+    "css",
 )
+# The formats a style sheet restyles (an SVG drawn into the page, and the interactive page's drawings).
+STYLED_FORMATS = ("svg", "html")
 
 
 class OptionError(BertgraphError):
@@ -71,6 +76,7 @@ class DiagramRequest:
     seq_len: int | None = None
     batch: int = 1
     figure: str = "diagram"
+    css: str = ""  # the text of the author's style sheet (render/restyle.py), checked when read
 
     def names(self) -> list[str]:
         """The models drawn: a figure of several takes them as :func:`model_names` splits them."""
@@ -112,7 +118,7 @@ class DiagramRequest:
         return " · ".join(parts)
 
 
-def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+def _whole(name: str, value: Any, minimum: int, maximum: int | None = None, why: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise OptionError(f"{name} must be a whole number, got {value!r}")
     try:
@@ -121,7 +127,7 @@ def _whole(name: str, value: Any, minimum: int, maximum: int | None = None) -> i
         raise OptionError(f"{name} must be a whole number, got {value!r}") from None
     if number < minimum or (maximum is not None and number > maximum):
         limit = f"{minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
-        raise OptionError(f"{name} must be {limit}, got {number}")
+        raise OptionError(f"{name} must be {limit}{f' ({why})' if why else ''}, got {number}")
     return number
 
 
@@ -182,9 +188,10 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
         edge_labels=_choice("edge-labels", values.get("edge-labels", "changes"), EDGE_LABELS),
         unfold=_flag("unfold", values["unfold"]) if "unfold" in values else False,
         sizes=tuple((name, _whole(name, values[name], 1)) for name in SIZE_OPTIONS if values.get(name) is not None),
-        seq_len=_whole("seq-len", values["seq-len"], 1) if values.get("seq-len") is not None else None,
+        seq_len=_seq_len(values["seq-len"], figure) if values.get("seq-len") is not None else None,
         batch=_whole("batch", values.get("batch", 1), 1),
         figure=figure,
+        css=_style_sheet(values.get("css"), values.get("format", "svg")),
     )
     if request.compare and request.format in TEXT_FORMATS:
         # A table is one model's: a compared head would be traced and never shown.
@@ -192,8 +199,31 @@ def parse(options: Mapping[str, Any], defaults: Mapping[str, Any] | None = None)
             f"format {request.format} shows one model; drop the compare option"
             " (two heads side by side are drawn as svg, mermaid or html)"
         )
-    request.specs()
+    specs = request.specs()
+    if request.figure == "masks" and request.seq_len is not None:
+        for spec in specs:  # the example each model's masks are evaluated on fits its positions
+            check_length(spec, request.seq_len, "seq-len")
     return request
+
+
+def _seq_len(value: Any, figure: str) -> int:
+    """The example's length: a diagram's is held to the model's positions when it resolves; the
+    masks figure's to its own limit, checked here, so a page never waits on a grid too large."""
+    if figure != "masks":
+        return _whole("seq-len", value, 1)
+    limit = LIMITS["mask"]
+    return _whole("seq-len", value, 1, limit.maximum, limit.why)
+
+
+def _style_sheet(path: Any, fmt: Any) -> str:
+    """The checked text of the ``css`` option's file (a path the builder resolved from the page), or ""."""
+    if path in (None, ""):
+        return ""
+    if str(fmt).strip() not in STYLED_FORMATS:
+        raise OptionError(f"css restyles the svg and html formats, not {str(fmt).strip()}; drop css or the format")
+    from bertgraph.render.restyle import read_style_sheet
+
+    return read_style_sheet(str(path))
 
 
 def _check_figure(figure: str, options: Mapping[str, Any], values: Mapping[str, Any]) -> None:

@@ -91,6 +91,7 @@ class BertgraphDirective(SphinxDirective):
         **dict.fromkeys(SIZE_OPTIONS, directives.positive_int),
         "seq-len": directives.positive_int,
         "batch": directives.positive_int,
+        "css": directives.path,
         "alt": directives.unchanged,
         "align": partial(_choice, values=("left", "center", "right")),
         "name": directives.unchanged,
@@ -120,6 +121,10 @@ class BertgraphDirective(SphinxDirective):
         options = {key: value for key, value in self.options.items() if key in _REQUEST_OPTIONS}
         if "unfold" in self.options:
             options["unfold"] = True
+        if "css" in options:  # read from this document's folder (or the source folder for "/…"), as images are
+            _, sheet = self.env.relfn2path(options["css"])
+            self.env.note_dependency(sheet)  # an edit of the sheet rereads this document
+            options["css"] = sheet
         defaults = {"theme": self.config.bertgraph_theme}
         try:
             request = parse({"model": self._model(), **options}, defaults)

@@ -17,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import CostError, has_weight_operand, node_poly
+from bertgraph.graph.costbase import CostError, has_weight_operand, node_poly
 from bertgraph.graph.poly import Monomial, Poly
 
 

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import evaluate, itemsize, shape_poly
+from bertgraph.graph.costbase import evaluate, itemsize, shape_poly
 from bertgraph.graph.formulas import FLOAT_DTYPES, numel
 from bertgraph.graph.poly import Poly, PolyError
 

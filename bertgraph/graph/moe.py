@@ -16,6 +16,9 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.graph import schema as g
+from bertgraph.graph.costbase import node_poly
+from bertgraph.graph.formulas import op_key
+from bertgraph.graph.poly import Poly, total
 
 # Sizes of the config summary (``G_CONFIG``) that a mixture-of-experts model has.
 EXPERTS = "experts"
@@ -55,10 +58,10 @@ def active_parameters(graph: nx.DiGraph) -> dict[str, Any] | None:
     routed = expert_parameters(graph)
     if not routed or not 0 < per_token <= experts:
         return None
-    total = sum(int(row["numel"]) for row in g.parameter_rows(graph))
+    whole = sum(int(row["numel"]) for row in g.parameter_rows(graph))
     in_experts = sum(routed.values())
     # Every routed expert of a block has the same size, so a block's routed parameters divide by N.
-    active = total - in_experts + in_experts * per_token // experts
+    active = whole - in_experts + in_experts * per_token // experts
     return {
         "active": active,
         "experts": experts,
@@ -70,14 +73,10 @@ def active_parameters(graph: nx.DiGraph) -> dict[str, Any] | None:
 GROUPED_PRODUCTS = ("aten._grouped_mm", "transformers.grouped_mm_fallback")
 
 
-def all_experts_matmul_flops(graph: nx.DiGraph, matmul: Any) -> Any:
+def all_experts_matmul_flops(graph: nx.DiGraph, matmul: Poly) -> Poly | None:
     """The matmul FLOPs were every routed expert to run for every token (a dense count beside the
     active one): the grouped products' FLOPs, which count the k experts a token is sent to, scaled
     to all N. None without experts or grouped products."""
-    from bertgraph.graph.cost import node_poly
-    from bertgraph.graph.formulas import op_key
-    from bertgraph.graph.poly import Poly, total
-
     found = active_parameters(graph)
     if found is None:
         return None

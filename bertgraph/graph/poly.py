@@ -15,6 +15,7 @@ stores — and it is valid Python and sympy syntax::
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import reduce
@@ -265,6 +266,51 @@ def product(polys: Iterable[Poly | int]) -> Poly:
     for poly in polys:
         result = result * poly
     return result
+
+
+def summed(poly: Poly, name: str, first: int, last: int) -> Poly:
+    """``poly`` summed over ``name`` = ``first``, …, ``last`` (0 when ``last < first``), in closed form.
+
+    Each power of ``name`` becomes a sum of powers (Faulhaber: :func:`power_sum`), so the cost of a
+    hundred million decode steps takes as long as that of one. A capped dimension ``min(name, c)``
+    is ``name`` up to ``c`` and ``c`` after: the range is split where each cap is reached. Other
+    dimensions stay in the result, whole coefficients and all.
+
+    >>> step = Poly.parse("4*batch*seq + 2*min(seq, 3)")
+    >>> summed(step, "seq", 2, 5), sum(step.evaluate({"batch": 1, "seq": n}) for n in range(2, 6))
+    (Poly('56*batch + 22'), 78)
+    """
+    caps = sorted(
+        {int(capped.group(2)) for other in poly.names() if (capped := _CAPPED.match(other)) and capped.group(1) == name}
+    )
+    starts = [first] + [cap + 1 for cap in caps if first < cap + 1 <= last]
+    result = Poly()
+    for low, high in zip(starts, [start - 1 for start in starts[1:]] + [last]):
+        if high < low:
+            continue
+        # inside [low, high] every cap is either not yet reached (min is the length) or passed (min is the cap)
+        piece = poly.substitute({f"min({name}, {cap})": Poly.var(name) if high <= cap else cap for cap in caps})
+        for monomial, coefficient in piece.terms():
+            powers = dict(monomial)
+            power = powers.pop(name, 0)
+            rest = Poly({tuple(sorted(powers.items())): coefficient})
+            result = result + rest * (power_sum(power, high) - power_sum(power, low - 1))
+    return result
+
+
+def power_sum(power: int, n: int) -> int:
+    """``1**power + 2**power + … + n**power`` exactly, for any whole ``n`` (the polynomial in ``n``
+    Faulhaber's formula gives, so ``power_sum(p, b) - power_sum(p, a - 1)`` sums ``a … b``).
+
+    >>> power_sum(2, 10), power_sum(0, 7), power_sum(3, 0), power_sum(1, -3)
+    (385, 7, 0, 3)
+    """
+    # (n + 1)^(p + 1) - 1 = sum over j ≤ p of C(p + 1, j) · power_sum(j, n): solve for j = p, lowest first.
+    sums: list[int] = []
+    for p in range(power + 1):
+        rest = sum(math.comb(p + 1, j) * sums[j] for j in range(p))
+        sums.append(((n + 1) ** (p + 1) - 1 - rest) // (p + 1))
+    return sums[power]
 
 
 # --- text -------------------------------------------------------------------------------------

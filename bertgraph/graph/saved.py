@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.cost import itemsize, shape_poly
+from bertgraph.graph.costbase import itemsize, shape_poly
 from bertgraph.graph.formulas import FLOAT_DTYPES, numel, op_key, registrar
 from bertgraph.graph.poly import Poly, PolyError
 

@@ -144,6 +144,14 @@ G_MODEL_TYPE = "model_type"  # the config's model_type ("xlm-roberta")
 G_STRUCTURE = "structure"  # "encoder-only", "decoder-only" or "encoder-decoder"
 G_ROLES_FROM = "roles_from"  # "module tree" when roles were inferred (no hand-written record); absent otherwise
 G_STACKS = "stacks"  # {layer-list path: "encoder" | "decoder"} ("bert.encoder.layer": "encoder")
+# What the model's safetensors checkpoint stores (model/stored.py's summary: files, dtypes, quantized parts)
+# and "compared", its tensors held to the parameters; only a model with a checkpoint known has it.
+G_CHECKPOINT = "checkpoint"
+G_REMOTE_CODE = "remote_code"  # [classes the config's auto_map names, not run]; only where there are some
+# What the config says of the weights as published: its quantization_config (plain JSON, as the config has it)
+# and the float dtype it names (torch_dtype, or dtype); each only where the config has it.
+G_QUANTIZATION_CONFIG = "quantization_config"
+G_STORED_DTYPE = "stored_dtype"  # "bfloat16"
 # Architecture facts read off the ops (graph/facts/); a stack path "" holds what is outside every stack.
 G_ATTENTION = "attention_kinds"  # {stack path: {attention label: count}} ({"layers": {"sliding-window(64)": 14, …}})
 G_POSITION = "position_kinds"  # {stack path: [position kinds]}, [] for none
@@ -180,6 +188,8 @@ JSON_ATTRS = frozenset(
         G_ATTENTION,
         G_POSITION,
         G_SHARED,
+        G_CHECKPOINT,
+        G_REMOTE_CODE,
     }
 )
 

@@ -2,30 +2,45 @@
 
 Each column has the layer drawn once: its steps (norms, attention, cross-attention, FFN) in
 the order the first layer's ops run, the attention pattern over its layers, and the caption
-facts. Only what a family is used for comes from its record (through ``architecture_kind``).
+facts. What acts inside attention is said there: a norm on the query or key path (Qwen3's and
+OLMo-2's q/k norms) and the positions that act on queries, keys or scores (rotary, relative);
+only absolute positions are the embeddings'. Only what a family is used for comes from its
+record (through ``architecture_kind``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
 
 from bertgraph.graph import roles, stats
 from bertgraph.graph import schema as g
+from bertgraph.graph.facts.attention import ATTENTION_OPS, eager_products
+from bertgraph.graph.facts.walk import argument, op
 from bertgraph.graph.kinds import architecture_kind
 
 ACTIVATIONS = {"gelu": "GELU", "relu": "ReLU", "silu": "SiLU", "tanh": "GELU (tanh)", "sigmoid": "sigmoid"}
 GATED = {"GELU": "GeGLU", "GELU (tanh)": "GeGLU", "SiLU": "SwiGLU", "ReLU": "ReGLU"}
 
 
+# Where a position kind acts, in words; absolute positions are added to the embeddings instead.
+POSITION_WORDS = {
+    g.ROTARY: "rotary positions on q/k",
+    g.RELATIVE_BUCKETS: "relative-position bias on scores",
+    g.RELATIVE: "relative positions on scores",
+}
+
+
 @dataclass(frozen=True)
 class Step:
-    """One box of the layer: ``role`` is norm, attention, cross-attention, feed-forward or residual."""
+    """One box of the layer: ``role`` is norm, attention, cross-attention, feed-forward or residual;
+    ``details`` what else acts inside it, a line each ("q/k RMSNorm", "rotary positions on q/k")."""
 
     role: str
     text: str
+    details: tuple[str, ...] = ()
 
 
 @dataclass
@@ -41,6 +56,7 @@ class Column:
     # where no shorter cycle repeats (Qwen2's first layers full, the rest sliding): (first, last, label), from 1
     runs: list[tuple[int, int, str]] = field(default_factory=list)
     shared: bool = False  # one layer's weights run every time (ALBERT)
+    positions: list[str] = field(default_factory=list)  # position kinds added to the embeddings (absolute)
     embedding_norm: bool = False  # the embeddings' sum normalised before the layers
     final_norm: bool = False
     caption: list[str] = field(default_factory=list)
@@ -52,6 +68,7 @@ class _Group:
 
     role: str
     nodes: list[str]
+    details: list[str] = field(default_factory=list)
 
 
 SUBLAYERS = ("attention", "cross-attention", "feed-forward")
@@ -117,6 +134,52 @@ def _order(graph: nx.DiGraph, node: str) -> int:
     return int(graph.nodes[node].get(g.ORDER, 0))
 
 
+def _qkv(graph: nx.DiGraph, group: _Group) -> tuple[int, list[str | None]] | None:
+    """Where an attention group's attention op runs, and the nodes that give it queries, keys and values."""
+    for node in group.nodes:
+        if op(graph, node) == "scaled_dot_product_attention":
+            return _order(graph, node), [argument(graph, node, n) for n in range(3)]
+        if op(graph, node) in ATTENTION_OPS:  # eager: softmax(queries × keysᵀ) × values
+            scores, values = eager_products(graph, node)
+            if scores is not None and values is not None:
+                keys = [argument(graph, scores, 0), argument(graph, scores, 1), argument(graph, values, 1)]
+                return _order(graph, node), keys
+    return None
+
+
+def _attention_norms_inside(graph: nx.DiGraph, groups: list[_Group], nodes: list[str]) -> list[_Group]:
+    """Norms that run inside an attention block on its query, key or value path (between the block's
+    first op and its attention op: Qwen3's q_norm and k_norm) become that block's details, "q/k RMSNorm";
+    a norm before the block (its input's, T5's cross-attention's on the queries only) stays a step."""
+    inside = graph.subgraph(nodes)
+    folded: set[int] = set()
+    for group in groups:
+        found = _qkv(graph, group) if group.role in ("attention", "cross-attention") else None
+        if found is None:
+            continue
+        at, arguments = found
+        feeders = [nx.ancestors(inside, a) | {a} if a in inside else set() for a in arguments]
+        letters: dict[str, set[str]] = {}
+        for number, norm in enumerate(groups):
+            start, output = _order(graph, norm.nodes[0]), norm.nodes[-1]
+            if norm.role != "norm" or not _order(graph, group.nodes[0]) < start < at:
+                continue
+            reached = [letter for letter, feeding in zip("qkv", feeders) if output in feeding]
+            if reached:
+                folded.add(number)
+                group.nodes = sorted(group.nodes + norm.nodes, key=lambda n: _order(graph, n))
+                kind = _norm_text(graph, norm.nodes)
+                letters.setdefault(kind, set()).update(reached)
+        group.details += [f"{'/'.join(x for x in 'qkv' if x in found)} {kind}" for kind, found in letters.items()]
+    return [group for number, group in enumerate(groups) if number not in folded]
+
+
+def norms_inside(step: Step) -> list[str]:
+    """The kinds of the norms a step's details say act inside it ("q/k RMSNorm" → "RMSNorm"); its
+    position details are none."""
+    return [detail.split(" ", 1)[1] for detail in step.details if detail not in POSITION_WORDS.values()]
+
+
 def _residuals(graph: nx.DiGraph, nodes: list[str], groups: list[_Group], hidden: int | None) -> list[tuple[str, str]]:
     """(add, its earlier input) for every residual add: an add of two hidden-wide tensors whose
     earlier input was made before a sublayer started and whose later input after it."""
@@ -149,7 +212,7 @@ def _unaliased(graph: nx.DiGraph, node: str) -> str:
 def _steps(graph: nx.DiGraph, layer: str, hidden: int | None) -> tuple[list[Step], list[tuple[int, int]]]:
     """The layer's boxes in execution order, residual adds included, and where each residual starts."""
     nodes = _layer_nodes(graph, layer)
-    groups = _groups(graph, nodes, layer)
+    groups = _attention_norms_inside(graph, _groups(graph, nodes, layer), nodes)
     residuals = _residuals(graph, nodes, groups, hidden)
     events: list[tuple[int, Step]] = [
         (_order(graph, group.nodes[0]), _group_step(graph, group, nodes, hidden)) for group in groups
@@ -171,7 +234,9 @@ def _group_step(graph: nx.DiGraph, group: _Group, nodes: list[str], hidden: int 
         return Step(group.role, _ffn_text(graph, [n for n in nodes if first <= _order(graph, n) <= last], hidden))
     if group.role == "norm":
         return Step(group.role, _norm_text(graph, group.nodes))
-    return Step(group.role, "self-attention" if group.role == "attention" else "cross-attention")
+    return Step(
+        group.role, "self-attention" if group.role == "attention" else "cross-attention", details=tuple(group.details)
+    )
 
 
 def _norm_text(graph: nx.DiGraph, nodes: list[str]) -> str:
@@ -288,7 +353,13 @@ def columns(graph: nx.DiGraph) -> tuple[dict[str, Any], list[Column]]:
         # the first layer, or the second where it runs more steps (ModernBERT's first layer has no attention norm)
         drawn = [_steps(graph, f"{path}.{n}", hidden) for n in range(min(2, stack["layers"]))]
         steps, skips = max(drawn, key=lambda found: len(found[0]))
+        known = graph.graph.get(g.G_POSITION, {})
+        positions = known.get(path, kind["position"]) if isinstance(known, dict) else kind["position"]
+        acting = tuple(POSITION_WORDS[p] for p in positions if p in POSITION_WORDS)
+        # rotary and relative positions act in every layer's self-attention, not at the embeddings
+        steps = [replace(s, details=s.details + acting) if s.role == "attention" else s for s in steps]
         column = Column(side, stack["layers"], steps, skips)
+        column.positions = [p for p in positions if p not in POSITION_WORDS]
         labels = _layer_labels(graph, path, stack["layers"])
         column.pattern = _cycle(labels)
         if len(column.pattern) > 1 and len(column.pattern) == len(labels):

@@ -63,7 +63,7 @@ def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
 
     Returns the ``params --format json`` object::
 
-        {"model", "head", "model_class", "total", "trainable",
+        {"model", "head", "model_class", "total", "trainable", ("checkpoint", "remote_code"),
          "groups": {"embeddings": int, "encoder": int, "pooler": int, ...head modules...},
          "parameters": [{"name", "shape", "numel", "trainable"}]}
     """
@@ -89,6 +89,7 @@ def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
         "total": sum(int(r["numel"]) for r in rows),
         "trainable": sum(int(r["numel"]) for r in rows if r.get("trainable", True)),
         **_moe_keys(graph),
+        **stored_keys(graph),
         "groups": groups,
         "parameters": [
             {
@@ -101,6 +102,12 @@ def parameter_stats(graph: nx.DiGraph) -> dict[str, Any]:
         ],
     }
     return found
+
+
+def stored_keys(graph: nx.DiGraph) -> dict[str, Any]:
+    """``checkpoint`` (what the safetensors headers say, held to the parameters) and ``remote_code``
+    (the ``auto_map`` classes not run), where the graph has them."""
+    return {key: graph.graph[key] for key in (g.G_CHECKPOINT, g.G_REMOTE_CODE) if key in graph.graph}
 
 
 def _moe_keys(graph: nx.DiGraph) -> dict[str, Any]:
@@ -253,6 +260,7 @@ def summary(graph: nx.DiGraph, depth: int | None = None, fold: bool = True) -> d
         "total": totals["total"],
         "trainable": totals["trainable"],
         **{key: totals[key] for key in ("active", "experts", "experts_per_token") if key in totals},
+        **stored_keys(graph),
         **({"roles_inferred": True} if graph.graph.get(g.G_ROLES_FROM) else {}),
         "example": dict(graph.graph.get(g.G_EXAMPLE, {})),
         "rows": summary_rows(graph, depth=depth, fold=fold),

@@ -187,6 +187,32 @@ def _graph_facts_problem(attrs: dict[str, Any]) -> str | None:
     shared = attrs.get(g.G_SHARED, {})
     if not (isinstance(shared, dict) and all(isinstance(k, str) and _is_int(v, 2) for k, v in shared.items())):
         return "the shared modules are not call counts"
+    return _checkpoint_problem(attrs)
+
+
+def _checkpoint_problem(attrs: dict[str, Any]) -> str | None:
+    """The checkpoint's summary and comparison, and the remote code not run, when present."""
+    code = attrs.get(g.G_REMOTE_CODE, [])
+    if not (isinstance(code, list) and all(isinstance(name, str) for name in code)):
+        return "the remote code is not a list of class names"
+    if not isinstance(attrs.get(g.G_QUANTIZATION_CONFIG, {}), dict):
+        return "the quantization config is not a mapping"
+    if not isinstance(attrs.get(g.G_STORED_DTYPE, ""), str):
+        return "the stored dtype is not a dtype name"
+    found = attrs.get(g.G_CHECKPOINT)
+    if found is None:
+        return None
+    if not isinstance(found, dict) or not all(_is_int(found.get(key)) for key in ("files", "tensors", "bytes")):
+        return "the checkpoint summary is malformed"
+    dtypes, compared = found.get("dtypes"), found.get("compared")
+    if not (isinstance(dtypes, dict) and all(isinstance(v, dict) and _is_int(v.get("bytes")) for v in dtypes.values())):
+        return "the checkpoint's dtypes are malformed"
+    if not (isinstance(compared, dict) and isinstance(compared.get("matches"), bool)):
+        return "the checkpoint's comparison with the parameters is malformed"
+    for side in ("not_in_model", "not_in_checkpoint"):
+        part = compared.get(side)
+        if not (isinstance(part, dict) and _is_int(part.get("tensors")) and isinstance(part.get("names"), list)):
+            return f"the checkpoint's {side.replace('_', ' ')} is malformed"
     return None
 
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from bertgraph.errors import CheckpointError, ConfigError, first_line
 from bertgraph.model.checkpoint import check_checkpoint, read_checkpoint
 from bertgraph.model.families.record import ENCODER_ONLY
-from bertgraph.model.spec import ModelSpec
+from bertgraph.model.spec import ModelSpec, config_kwargs, zero_divisors
+from bertgraph.model.stored import stored_shapes
 
 if TYPE_CHECKING:
     import torch
@@ -57,22 +58,33 @@ def build_model(
     except Exception as error:
         raise ConfigError(
             f"{spec.config_path or spec.name}: transformers cannot build {spec.model_class} from this config: "
-            f"{first_line(error)}"
+            f"{first_line(error)}{zero_divisors(spec.config, error)}"
         ) from error
-    if spec.weights is not None:
-        expected = {name: list(t.shape) for name, t in meta_model.state_dict().items()}
-        prefix = spec.family.backbone(spec.head) or spec.family.prefix
-        entries = read_checkpoint(spec.weights)
-        floating = frozenset(name for name, t in meta_model.state_dict().items() if t.is_floating_point())
-        shapes = {name: entry.shape for name, entry in entries.items()}
-        dtypes = {name: entry.dtype for name, entry in entries.items()}
-        check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
+    if spec.weights is not None or spec.checkpoint is not None:
+        _check_stored(spec, meta_model)
     if not weights:
         return _fake_model(model_class, config, getattr(torch, dtype)) if fake else _in_dtype(meta_model, spec)
     torch.manual_seed(seed)
     if checkpoint is None:
         return _in_dtype(model_class(make_config(spec, model_class)), spec)
     return _in_dtype(_load_pretrained(model_class, make_config(spec, model_class), checkpoint), spec)
+
+
+def _check_stored(spec: ModelSpec, meta_model: Any) -> None:
+    """Every tensor the checkpoint stores for the model has the shape the config gives it (and in a
+    file that may be loaded, a floating dtype where the model holds floats). Headers without the
+    file (a hub model) are held to shapes alone: a quantized weight has shapes of its own."""
+    state = meta_model.state_dict()
+    expected = {name: list(t.shape) for name, t in state.items()}
+    prefix = spec.family.backbone(spec.head) or spec.family.prefix
+    if spec.weights is not None:
+        entries = read_checkpoint(spec.weights)
+        floating = frozenset(name for name, t in state.items() if t.is_floating_point())
+        shapes = {name: entry.shape for name, entry in entries.items()}
+        dtypes = {name: entry.dtype for name, entry in entries.items()}
+        check_checkpoint(expected, shapes, spec.weights, prefix, floating, dtypes)
+    elif spec.checkpoint is not None:
+        check_checkpoint(expected, stored_shapes(spec.checkpoint), spec.checkpoint.source, prefix)
 
 
 def _in_dtype(model: Any, spec: ModelSpec) -> Any:
@@ -118,20 +130,31 @@ def make_config(spec: ModelSpec, model_class: Any) -> Any:
             f"{origin}: {activation} {act!r} is not an activation transformers knows "
             f"(e.g. {', '.join(sorted(ACT2FN)[:5])})"
         )
-    kwargs = _config_kwargs(spec.config)
+    kwargs = config_kwargs(spec.config)
     if spec.family.structure != ENCODER_ONLY:
         kwargs["use_cache"] = False
     if spec.attention is not None:
         kwargs["attn_implementation"] = spec.attention
     try:
-        config = model_class.config_class(**kwargs)
+        config = config_class_of(spec, model_class)(**kwargs)
     except Exception as error:
         raise ConfigError(
             f"{origin}: transformers cannot build {spec.model_class} from this config: {first_line(error)}"
+            + zero_divisors(spec.config, error)
         ) from error
     if kwargs.get("use_cache") is False:
         _cache_off(config)
     return config
+
+
+def config_class_of(spec: ModelSpec, model_class: Any) -> Any:
+    """The config class transformers makes a config of the spec's type with: the type's own (AutoConfig's),
+    which for a type read off transformers need not be its model class's (EXAONE's LlamaModel, ExaoneConfig)."""
+    if spec.family.inferred:
+        from bertgraph.model.families.generic import config_class
+
+        return config_class(spec.model_type)
+    return model_class.config_class
 
 
 def _cache_off(config: Any) -> None:
@@ -193,13 +216,6 @@ def _unsafe_pickle(checkpoint: Path, message: str) -> str:
         "them would run their code; bertgraph loads only tensors even with --allow-pickle: save the weights "
         "as model.safetensors with a tool you trust, or draw the model without them (give its config.json)"
     )
-
-
-def _config_kwargs(config: dict[str, Any]) -> dict[str, Any]:
-    """config.json content as config-class keyword arguments, without remote-code hooks."""
-    kwargs = {k: v for k, v in config.items() if k not in ("auto_map", "architectures", "transformers_version")}
-    kwargs.pop("model_type", None)
-    return kwargs
 
 
 def example_inputs(

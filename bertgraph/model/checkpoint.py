@@ -61,7 +61,7 @@ class TensorEntry(NamedTuple):
     end: int
 
 
-def _bad(path: Path, detail: str) -> CheckpointError:
+def _bad(path: Path | str, detail: str) -> CheckpointError:
     return CheckpointError(f"{path} is not a valid safetensors file: {detail}; {_HINT}")
 
 
@@ -75,16 +75,32 @@ def read_header(path: Path) -> dict[str, TensorEntry]:
         with path.open("rb") as handle:
             size = path.stat().st_size
             prefix = handle.read(8)
-            if len(prefix) < 8:
-                raise _bad(path, f"it is {len(prefix)} bytes long, shorter than the 8-byte header length")
-            (length,) = struct.unpack("<Q", prefix)
-            if length > MAX_HEADER_BYTES:
-                raise _bad(path, f"the header length {length:,} is above the format's {MAX_HEADER_BYTES:,} bytes")
-            if 8 + length > size:
-                raise _bad(path, f"the header needs {length:,} bytes but the file holds {size - 8:,} after the length")
+            length = header_length(prefix, size, path)
             raw = handle.read(length)
     except OSError as error:
         raise CheckpointError(f"cannot read {path}: {error.strerror or error}") from error
+    return parse_header(raw, size - 8 - length, path)
+
+
+def header_length(prefix: bytes, size: int | None, path: Path | str) -> int:
+    """The header length a safetensors file's first 8 bytes give, checked against the format's
+    limit and (when known) the file's ``size``."""
+    if len(prefix) < 8:
+        raise _bad(path, f"it is {len(prefix)} bytes long, shorter than the 8-byte header length")
+    (length,) = struct.unpack("<Q", prefix[:8])
+    if length > MAX_HEADER_BYTES:
+        raise _bad(path, f"the header length {length:,} is above the format's {MAX_HEADER_BYTES:,} bytes")
+    if size is not None and 8 + length > size:
+        raise _bad(path, f"the header needs {length:,} bytes but the file holds {size - 8:,} after the length")
+    return int(length)
+
+
+def parse_header(raw: bytes, data_bytes: int, path: Path | str) -> dict[str, TensorEntry]:
+    """The tensors a safetensors header (its JSON bytes) describes, validated as :func:`read_header`
+    does: ``data_bytes`` is what the file holds after the header, which the tensors must tile.
+
+    ``path`` names the file in messages: a local path, or a hub file (``org/name@commit:model.safetensors``).
+    """
     try:
         header = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as error:
@@ -97,11 +113,11 @@ def read_header(path: Path) -> dict[str, TensorEntry]:
     ):
         raise _bad(path, "__metadata__ must map names to strings")
     entries = {name: _entry(path, name, value) for name, value in header.items()}
-    _check_layout(path, entries, size - 8 - length)
+    _check_layout(path, entries, data_bytes)
     return entries
 
 
-def _entry(path: Path, name: str, value: Any) -> TensorEntry:
+def _entry(path: Path | str, name: str, value: Any) -> TensorEntry:
     if not isinstance(value, dict):
         raise _bad(path, f"tensor {name!r} is described by a JSON {type(value).__name__}, not an object")
     missing = [key for key in ("dtype", "shape", "data_offsets") if key not in value]
@@ -139,7 +155,7 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _check_layout(path: Path, entries: dict[str, TensorEntry], data_bytes: int) -> None:
+def _check_layout(path: Path | str, entries: dict[str, TensorEntry], data_bytes: int) -> None:
     """Tensors must tile the data area from byte 0 to its end, without gaps or overlaps."""
     position = 0
     for name, entry in sorted(entries.items(), key=lambda item: (item[1].begin, item[1].end)):
@@ -181,10 +197,18 @@ def read_index(path: Path) -> dict[str, str]:
 
 def read_checkpoint(path: Path) -> dict[str, TensorEntry]:
     """Every tensor of a safetensors file or of all shards an index names, validated."""
-    if not path.name.endswith(".index.json"):
-        return read_header(path)
-    weight_map = read_index(path)
     tensors: dict[str, TensorEntry] = {}
+    for entries in read_checkpoint_files(path).values():
+        tensors.update(entries)
+    return tensors
+
+
+def read_checkpoint_files(path: Path) -> dict[str, dict[str, TensorEntry]]:
+    """File name → its tensors, for a safetensors file or every shard an index names, validated."""
+    if not path.name.endswith(".index.json"):
+        return {path.name: read_header(path)}
+    weight_map = read_index(path)
+    files: dict[str, dict[str, TensorEntry]] = {}
     for shard in sorted(set(weight_map.values())):
         shard_path = path.parent / shard
         found = path_kind(shard_path)
@@ -192,14 +216,19 @@ def read_checkpoint(path: Path) -> dict[str, TensorEntry]:
             raise CheckpointError(f"{path} names shard {shard}, which is not in {path.parent}; copy it there")
         if found.kind != "file":
             raise CheckpointError(f"cannot read shard {shard_path}: it is {found.description}")
-        tensors.update(read_header(shard_path))
-    absent = sorted(name for name in weight_map if name not in tensors)
+        files[shard] = read_header(shard_path)
+    check_index(path, weight_map, files)
+    return files
+
+
+def check_index(path: Path | str, weight_map: dict[str, str], files: dict[str, dict[str, TensorEntry]]) -> None:
+    """Every tensor an index lists must be in the shard it names."""
+    absent = sorted(name for name, shard in weight_map.items() if name not in files.get(shard, {}))
     if absent:
         raise CheckpointError(
             f"{path} lists {len(absent)} tensor(s) its shards do not hold (first: {absent[0]!r}); save the "
             "checkpoint again"
         )
-    return tensors
 
 
 def safetensors_shapes(path: Path) -> dict[str, list[int]]:
@@ -214,7 +243,7 @@ FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
 def check_checkpoint(
     expected: dict[str, list[int]],
     found: dict[str, list[int]],
-    path: Path,
+    path: Path | str,
     prefix: str,
     floating: frozenset[str] = frozenset(),
     dtypes: dict[str, str] | None = None,

@@ -16,6 +16,10 @@ from typing import Any
 
 from bertgraph.errors import ConfigError
 
+# A config.json is a flat object with a few small mappings; these bound what is read.
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+MAX_CONFIG_NESTING = 64
+
 
 @dataclass(frozen=True)
 class Limit:
@@ -35,6 +39,29 @@ LIMITS: dict[str, Limit] = {
     # transformers names every label (id2label) when it builds the config.
     "labels": Limit(100_000, "transformers builds a name for every label before the model exists"),
     "example": Limit(1_000_000, "the example input is a tensor of this size"),
+    # The masks figure draws a grid of more than 12 tokens to scale, in at most 240 × 240 squares, so
+    # its file stays small; evaluating a mask still holds a value per query and key, so time and memory
+    # grow with the square. Measured on 2 cores at 8,192 tokens: Gemma-2, Mistral, ModernBERT, T5 and
+    # BERT in one figure took 27 s, 2.4 GB at most and a 360 KB SVG (JSON lists every cell: 200 MB a
+    # mask). 8,192 is the longest example the figure picks itself (Mistral's and Gemma-2's: twice a
+    # causal window of 4,096), so every default is one a user may also ask for.
+    "mask": Limit(8_192, "evaluating a mask holds every query and key, so time and memory grow with the square"),
+}
+
+
+# What transformers reads a field as when a config.json leaves it out, for fields every config class
+# shares with one default (PretrainedConfig's own, and the flags the classes default alike): a
+# comparison of two configs reads a missing field so, rather than claim a difference.
+COMMON_DEFAULTS: dict[str, Any] = {
+    "output_hidden_states": False,
+    "output_attentions": False,
+    "return_dict": True,
+    "chunk_size_feed_forward": 0,
+    "is_decoder": False,
+    "add_cross_attention": False,
+    "use_cache": True,
+    "problem_type": None,
+    "dtype": "float32",  # what transformers builds a model in unless told otherwise
 }
 
 
@@ -73,11 +100,14 @@ class ConfigRules:
         fields: field name → :class:`Field`.
         divisible: ``(a, b)``: ``a`` must be a multiple of ``b`` (hidden size by heads).
         below: ``(a, b)``: ``a``, when set, must be less than ``b`` (a token id and the vocabulary).
+        at_most: ``(a, b)``: ``a`` must not exceed ``b`` when ``b`` is above 0 (the experts a token
+            is routed to, of the experts there are).
     """
 
     fields: Mapping[str, Field]
     divisible: tuple[tuple[str, str], ...] = ()
     below: tuple[tuple[str, str], ...] = ()
+    at_most: tuple[tuple[str, str], ...] = ()
 
 
 def _number(value: Any) -> bool:
@@ -156,24 +186,51 @@ def check_config(
     Raises:
         ConfigError: the first problem found.
     """
+    check_fields(config, rules, origin)
+    for name, rule in rules.fields.items():
+        if rule.default is not None:
+            config.setdefault(name, rule.default)
+    if prepare is not None:
+        prepare(config)
+    check_relations(config, rules, origin)
+
+
+def check_fields(config: Mapping[str, Any], rules: ConfigRules, origin: Callable[[str], str]) -> None:
+    """Check each field ``rules`` names that ``config`` has, alone (:func:`problem`).
+
+    Raises:
+        ConfigError: the first problem found.
+    """
     for name, rule in rules.fields.items():
         if name not in config or (rule.when is not None and config.get(rule.when) is not True):
             continue
         found = problem(name, rule, config[name])
         if found:
             raise ConfigError(f"{origin(name)}: {found}")
-    for name, rule in rules.fields.items():
-        if rule.default is not None:
-            config.setdefault(name, rule.default)
-    if prepare is not None:
-        prepare(config)
+
+
+def check_relations(config: Mapping[str, Any], rules: ConfigRules, origin: Callable[[str], str]) -> None:
+    """Check the relations between fields; a field left ``null`` (transformers' "not set") is in none.
+
+    Raises:
+        ConfigError: the first problem found.
+    """
+
+    def counts(a: str, b: str) -> tuple[int, int] | None:
+        first, second = config.get(a), config.get(b)
+        return (first, second) if isinstance(first, int) and isinstance(second, int) else None
+
     for a, b in rules.divisible:
-        if config[a] % config[b]:
+        pair = counts(a, b)
+        if pair and pair[1] and pair[0] % pair[1]:
             raise ConfigError(
-                f"{origin(a)}: {a} {config[a]} is not a multiple of {b} {config[b]}; "
-                f"pick sizes where {a} / {b} is whole"
+                f"{origin(a)}: {a} {pair[0]} is not a multiple of {b} {pair[1]}; pick sizes where {a} / {b} is whole"
             )
     for a, b in rules.below:
         value = config.get(a)
         if value is not None and value >= config[b]:
             raise ConfigError(f"{origin(a)}: {a} {value} must be less than {b} {config[b]}")
+    for a, b in rules.at_most:
+        pair = counts(a, b)
+        if pair and pair[1] > 0 and pair[0] > pair[1]:
+            raise ConfigError(f"{origin(a)}: {a} {pair[0]} is more than {b} {pair[1]}; use {pair[1]} or less")

@@ -11,18 +11,29 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bertgraph.errors import BertgraphError, CheckpointError, ConfigError, ModelReferenceError, first_line
 from bertgraph.files import expand_user, path_kind
-from bertgraph.model.checkpoint import read_checkpoint
+from bertgraph.model import hub
+from bertgraph.model.checkpoint import read_checkpoint_files
 from bertgraph.model.families import BY_NAME, MODEL_TYPES, Family, family_of
 from bertgraph.model.families.record import HEAD_NAMES, OVERRIDE_SIZES
-from bertgraph.model.fields import ConfigRules, Field, check_config, problem
+from bertgraph.model.fields import (
+    LIMITS,
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_NESTING,
+    ConfigRules,
+    Field,
+    check_config,
+    check_fields,
+    problem,
+)
 from bertgraph.model.presets import canonical_name, closest_presets, preset_config
+from bertgraph.model.stored import Checkpoint, checkpoint_of, quantization_of
 
 BERT = BY_NAME["bert"]
 # BERT's heads and inputs, for code written when bertgraph drew BERT alone (ONNX export).
@@ -65,6 +76,12 @@ _EPSILON_SUFFIXES = ("_eps", "epsilon")
 # Sizes that may be zero (DeBERTa-v3 has no token types) and sizes that count layers.
 _MAY_BE_ZERO = frozenset({"type_vocab", "experts", "experts_per_token"})
 _LAYER_SIZES = frozenset({"layers", "decoder_layers"})
+# Sizes every model is built from: never left null, whatever a config class's default is (ESM's vocabulary).
+_NEEDED_SIZES = frozenset({"layers", "hidden", "heads", "vocab"})
+# Field names, by ending, that the modeling code divides by whatever their value: a layer pattern's
+# period (Jamba's ``attn_layer_period``: ``i % period``), or the groups experts are split into
+# (DeepSeek's ``n_group``). Not a sparse step: Switch derives 0 for no sparse layer, which its code allows.
+_DIVISOR_SUFFIXES = ("_period", "_layer_step", "_freq", "_interval", "window_pattern", "n_group", "expert_group")
 
 
 def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None = None) -> ConfigRules:
@@ -73,8 +90,10 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
     The family's size fields are counts bounded by their role's limit, with transformers'
     defaults (a size another gives, like GPT-2's ``n_inner``, may be ``null``); the
     activation field is a string; dropout and epsilon fields of ``config`` are
-    probabilities and non-negative numbers; the hidden size divides by the heads unless
-    each head's size is a field of its own, and the heads by the key/value heads.
+    probabilities and non-negative numbers; a layer pattern's period is a positive whole
+    number; the hidden size divides by the heads unless each head's size is a field of its
+    own (a record's type only: a type read off transformers has its model class's checks), and
+    the heads by the key/value heads; a token goes to no more experts than there are.
     """
     defaults = family.variants[model_type].defaults
     fields = dict(_COMMON_FIELDS)
@@ -84,7 +103,8 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
             default=defaults.get(name),
             role="layers" if size in _LAYER_SIZES else "size",
             minimum=0 if size in _MAY_BE_ZERO else 1,
-            nullable=size in family.fallbacks,
+            # A type read off transformers may leave a size to its code (DeepSeek-V2's experts per token).
+            nullable=size in family.fallbacks or (family.inferred and size not in _NEEDED_SIZES),
         )
     # The family's other fields with defaults: the activation, T5's head size, ModernBERT's period.
     for name, value in defaults.items():
@@ -101,27 +121,36 @@ def rules_for(family: Family, model_type: str, config: Mapping[str, Any] | None 
         elif name.endswith(_EPSILON_SUFFIXES):
             # A record's families always set their epsilon; a type read off transformers may leave it to the code.
             fields.setdefault(name, Field("number", nullable=family.inferred))
+        elif name.endswith(_DIVISOR_SUFFIXES) and type((config or {})[name]) is int:
+            fields.setdefault(name, Field("count"))
     hidden, heads = family.sizes.get("hidden"), family.sizes.get("heads")
     divisible = []
     head_dim = family.head_dim
     no_head_dim = head_dim is None or (defaults.get(head_dim) is None and (config or {}).get(head_dim) is None)
-    if hidden and heads and no_head_dim:
+    # A type read off transformers has its model class's own size checks, made when it is built
+    # (BERT's refuses such a hidden size; LLaMA's takes heads of hidden // heads): none is added here.
+    if hidden and heads and no_head_dim and not family.inferred:
         divisible.append((hidden, heads))
     if heads and "kv_heads" in family.sizes:
         divisible.append((heads, family.sizes["kv_heads"]))
     vocab = family.sizes.get("vocab")
-    return ConfigRules(fields=fields, divisible=tuple(divisible), below=(("pad_token_id", vocab),) if vocab else ())
+    routed = (
+        (family.sizes["experts_per_token"], family.sizes["experts"])
+        if {"experts", "experts_per_token"} <= set(family.sizes)
+        else None
+    )
+    return ConfigRules(
+        fields=fields,
+        divisible=tuple(divisible),
+        below=(("pad_token_id", vocab),) if vocab else (),
+        at_most=(routed,) if routed else (),
+    )
 
 
 BERT_RULES = rules_for(BY_NAME["bert"], "bert", {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})
 
-# A config.json is a flat object with a few small mappings; these bound what is read.
-MAX_CONFIG_BYTES = 64 * 1024 * 1024
-MAX_CONFIG_NESTING = 64
-
 SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MULTIPLE_CHOICE_EXAMPLE = 4
 DEFAULT_SEQ_LEN = 128
 # The attention implementations a model can be built with (transformers' attn_implementation).
@@ -148,6 +177,12 @@ class ModelSpec:
             the one transformers picks (``sdpa`` where the model has it).
         dtype: the floating dtype the model is built in for tracing (``bfloat16``: its casts,
             such as a norm computing in float32, are then in the graph); ``None``: float32.
+        checkpoint: every tensor the checkpoint stores, from its headers (a local safetensors
+            checkpoint's, or a hub model's fetched without its weights); ``None``: none known.
+        remote_code: the classes the config's ``auto_map`` names, which bertgraph never runs (the
+            model is built from transformers' own classes for its ``model_type``).
+        inputs: the inputs the model is given, of those its head takes (an ONNX export's: what
+            the type's tokenizer gives, so RoBERTa's has no ``token_type_ids``); ``None``: all of them.
     """
 
     reference: str
@@ -164,6 +199,9 @@ class ModelSpec:
     overrides: dict[str, int] = field(default_factory=dict)
     attention: str | None = None
     dtype: str | None = None
+    checkpoint: Checkpoint | None = None
+    remote_code: tuple[str, ...] = ()
+    inputs: tuple[str, ...] | None = None
 
     @property
     def family(self) -> Family:
@@ -181,12 +219,13 @@ class ModelSpec:
     @property
     def input_names(self) -> tuple[str, ...]:
         """The example inputs, in the order the model takes them."""
-        return self.family.input_names(self.head, self.config)
+        return tuple(self.input_dims)
 
     @property
     def input_dims(self) -> dict[str, tuple[str, ...]]:
         """Input name → its dimension names (``("batch", "seq")``)."""
-        return self.family.input_dims(self.head, self.config)
+        dims = self.family.input_dims(self.head, self.config)
+        return dims if self.inputs is None else {name: dims[name] for name in dims if name in self.inputs}
 
     @property
     def dim_names(self) -> tuple[str, ...]:
@@ -250,12 +289,16 @@ def resolve(
     allow_pickle: bool = False,
     attention: str | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
+    offline: bool | None = None,
 ) -> ModelSpec:
     """Turn a model reference into a validated :class:`ModelSpec`.
 
     Parameters:
         reference: a preset (``bert-base-uncased``), a directory holding config.json,
-            a config.json path, or a hub id present in the local Hugging Face cache.
+            a config.json path, or a hub id (``org/name``, ``org/name@revision``): read from
+            the local Hugging Face cache, or fetched into it (config and safetensors headers,
+            never weights: :mod:`bertgraph.model.hub`).
         head: one of :data:`~bertgraph.model.families.HEAD_NAMES` that the family has.
         overrides: ``{"layers": 4, "hidden": 256, ...}``; ``None`` values are ignored.
         batch, seq_len: example input size; the sequence defaults to 128, or less when the
@@ -263,6 +306,8 @@ def resolve(
         allow_pickle: permit a pickled ``pytorch_model.bin`` checkpoint.
         attention: ``eager`` or ``sdpa`` (default: transformers' choice, ``sdpa`` where it exists).
         dtype: ``float32``, ``float16`` or ``bfloat16``: build the model in it (default float32).
+        revision: a hub id's branch, tag or commit (``--revision``; or ``org/name@revision``).
+        offline: never fetch (``--offline``); ``HF_HUB_OFFLINE`` says the same.
 
     Raises:
         ModelReferenceError, ConfigError: with a one-line message saying what to do.
@@ -278,16 +323,37 @@ def resolve(
         raise ConfigError(f"unknown attention {attention!r}; choose one of: {', '.join(ATTENTION_IMPLEMENTATIONS)}")
     if dtype not in (None, *BUILD_DTYPES):
         raise ConfigError(f"unknown dtype {dtype!r}; choose one of: {', '.join(BUILD_DTYPES)}")
-    name, source, config, config_path, directory = _locate(reference)
-    origin = config_path or Path(name)
-    family = family_for(config, origin)
+    with _located(reference, revision, offline) as found:
+        return _resolve_found(found, head, overrides, batch, seq_len, allow_pickle, attention, dtype)
+
+
+def _resolve_found(
+    found: Located,
+    head: str,
+    overrides: Mapping[str, int | None] | None,
+    batch: int,
+    seq_len: int | None,
+    allow_pickle: bool,
+    attention: str | None,
+    dtype: str | None,
+) -> ModelSpec:
+    name, config = found.name, found.config
+    origin = found.config_path or Path(name)
+    family = _family_or_refusal(config, origin, name)
     if head not in family.heads:
         raise ConfigError(
             f"{name} is a {family.name} model, which has no {head} head; choose one of: {', '.join(family.heads)}"
         )
-    weights, pickle_weights = _find_weights(directory) if directory is not None else (None, None)
+    weights, pickle_weights = _find_weights(found.directory) if found.directory is not None else (None, None)
+    if found.headers_only:
+        weights = None  # the snapshot holds an index at most: its shards were never downloaded
+    checkpoint = found.checkpoint
     if weights is not None:
-        read_checkpoint(weights)  # headers only: a damaged checkpoint is reported before any work
+        # headers only: a damaged checkpoint is reported before any work
+        files = read_checkpoint_files(weights)
+        checkpoint = checkpoint_of(files, weights.name, weights.name.endswith(".index.json"))
+    if checkpoint is not None:
+        checkpoint = replace(checkpoint, quantization=quantization_of(config))
     clean = {k: v for k, v in (overrides or {}).items() if v is not None}
     for option, value in clean.items():
         if option not in OVERRIDES:
@@ -316,9 +382,9 @@ def resolve(
             "leave out --attention or use --attention eager"
         )
     spec = ModelSpec(
-        reference=reference,
+        reference=found.reference,
         name=name,
-        source=source,
+        source=found.source,
         config=config,
         head=head,
         batch=batch,
@@ -326,10 +392,12 @@ def resolve(
         weights=weights,
         pickle_weights=pickle_weights,
         allow_pickle=allow_pickle,
-        config_path=config_path,
+        config_path=found.config_path,
         overrides=clean,
         attention=attention,
         dtype=None if dtype == "float32" else dtype,
+        checkpoint=checkpoint,
+        remote_code=remote_code(config),
     )
     if spec.max_positions is not None and spec.max_positions < 1:
         name = family.sizes["max_position"]
@@ -408,17 +476,63 @@ def _flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
-def _locate(reference: str) -> tuple[str, str, dict[str, Any], Path | None, Path | None]:
-    """(name, source, config, config path, weights directory) for a reference."""
+class Located(NamedTuple):
+    """Where a reference's config (and checkpoint) was found."""
+
+    reference: str
+    name: str
+    source: str
+    config: dict[str, Any]
+    config_path: Path | None = None
+    directory: Path | None = None  # the folder whose checkpoint files count
+    checkpoint: Checkpoint | None = None  # what a hub model's headers say
+    headers_only: bool = False  # a hub snapshot whose safetensors files were never downloaded
+
+
+@contextlib.contextmanager
+def _located(reference: str, revision: str | None, offline: bool | None) -> Iterator[Located]:
+    """The config and checkpoint a reference names; a hub id is fetched if need be, and what the
+    fetch added to the cache is taken back if anything in the ``with`` block fails."""
     if not reference.strip():
         raise ModelReferenceError(
             "MODEL is empty; give a preset such as bert-base-uncased, a directory with config.json, "
-            "a config.json file or an .onnx file"
+            "a config.json file, a hub id such as org/name, or an .onnx file"
         )
     try:
         path = expand_user(reference)
     except BertgraphError as error:
         raise ModelReferenceError(str(error)) from error
+    found = path_kind(path)
+    if found.kind != "missing":
+        _no_revision(revision, reference, "a local path")
+        yield _local(reference, path)
+        return
+    target = hub.hub_reference(reference, revision)
+    preset = preset_config(reference)
+    if preset is not None and (target is None or target.revision is None):
+        _no_revision(revision, reference, "a preset")
+        yield Located(reference, canonical_name(reference), "preset", preset)
+        return
+    if target is not None:
+        with hub.located(target, offline_only=bool(offline)) as snapshot:
+            yield _from_snapshot(reference, snapshot)
+        return
+    _no_revision(revision, reference, "not a hub id (org/name)")
+    if os.sep in reference or reference.endswith(".json"):
+        raise ModelReferenceError(f"no such file or directory: {reference}")
+    raise ModelReferenceError(
+        f"unknown model {reference!r}; closest presets: {', '.join(closest_presets(reference))} "
+        "(or give a local directory with config.json, or a hub id such as org/name)"
+    )
+
+
+def _no_revision(revision: str | None, reference: str, what: str) -> None:
+    if revision is not None:
+        raise ModelReferenceError(f"--revision {revision} names a revision of a hub id; {reference} is {what}")
+
+
+def _local(reference: str, path: Path) -> Located:
+    """A directory holding config.json (and a checkpoint), or a config.json file."""
     found = path_kind(path)
     if found.kind == "directory":
         config_path = path / "config.json"
@@ -430,53 +544,76 @@ def _locate(reference: str) -> tuple[str, str, dict[str, Any], Path | None, Path
             )
         if inside.kind != "file":
             raise ModelReferenceError(f"cannot read {config_path}: it is {inside.description}, not a file")
-        return _display_name(path.resolve().name), "directory", read_config(config_path), config_path, path
+        return Located(
+            reference, _display_name(path.resolve().name), "directory", read_config(config_path), config_path, path
+        )
     if found.kind == "file":
         if path.suffix != ".json":
             raise ModelReferenceError(
                 f"{reference} is not a config.json; give the model's directory or its config.json"
             )
-        return _display_name(path.resolve().parent.name), "config", read_config(path), path, path.parent
-    if found.kind != "missing":
-        raise ModelReferenceError(
-            f"cannot use {reference} as a model: it is {found.description}; "
-            "give a directory with config.json, a config.json file or a preset"
+        return Located(
+            reference, _display_name(path.resolve().parent.name), "config", read_config(path), path, path.parent
         )
-    preset = preset_config(reference)
-    if preset is not None:
-        return canonical_name(reference), "preset", preset, None, None
-    if _HUB_ID.match(reference) and not reference.startswith((".", "/")):
-        snapshot = _hub_snapshot(reference)
-        if snapshot is not None:
-            return reference, "hub", read_config(snapshot / "config.json"), snapshot / "config.json", snapshot
-        raise ModelReferenceError(
-            f"{reference!r} is not a local path and not in the local Hugging Face cache "
-            f"(bertgraph never downloads); use a preset such as {closest_presets(reference)[0]} "
-            "or a local directory with config.json"
-        )
-    if os.sep in reference or reference.endswith(".json"):
-        raise ModelReferenceError(f"no such file or directory: {reference}")
     raise ModelReferenceError(
-        f"unknown model {reference!r}; closest presets: {', '.join(closest_presets(reference))} "
-        "(or give a local directory with config.json)"
+        f"cannot use {reference} as a model: it is {found.description}; "
+        "give a directory with config.json, a config.json file or a preset"
     )
+
+
+def _from_snapshot(reference: str, snapshot: hub.HubSnapshot) -> Located:
+    """A hub model in the cache: its checkpoint files when another tool downloaded them all,
+    else the headers bertgraph fetched (or none, offline, for a config cached alone)."""
+    config_path = snapshot.folder / "config.json"
+    headers_only = snapshot.headers != "files"
+    return Located(
+        reference,
+        snapshot.name,
+        "hub",
+        read_config(config_path),
+        config_path,
+        snapshot.folder,
+        snapshot.checkpoint,
+        headers_only,
+    )
+
+
+def _family_or_refusal(config: Mapping[str, Any], origin: Path, name: str) -> Family:
+    """The config's family; a config that needs its own code (``auto_map``) of a type transformers
+    does not know is refused, since that code is never fetched or run."""
+    try:
+        return family_for(config, origin)
+    except ConfigError as error:
+        classes = remote_code(config)
+        if not classes:
+            raise
+        raise ConfigError(
+            f"{name} needs its own code ({classes[0]}, named by auto_map in its config), which bertgraph never "
+            f"fetches or runs, and its model_type {config.get('model_type')!r} is not one transformers knows; "
+            "draw a model of a type transformers has"
+        ) from error
+
+
+def remote_code(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The classes a config's ``auto_map`` names (code shipped with the model), sorted.
+
+    >>> remote_code({"auto_map": {"AutoModel": "modeling_x.XModel", "AutoTokenizer": ["t.T", None]}})
+    ('modeling_x.XModel', 't.T')
+    """
+    found = config.get("auto_map")
+    if not isinstance(found, dict):
+        return ()
+    names: set[str] = set()
+    for value in found.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item:
+                names.add(item)
+    return tuple(sorted(names))
 
 
 def _display_name(name: str) -> str:
     """A folder name fit for titles: bytes that are not UTF-8 shown as U+FFFD, not smuggled through."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _hub_snapshot(repo_id: str) -> Path | None:
-    """The cached snapshot folder of a hub model, looked up without any network."""
-    from huggingface_hub import try_to_load_from_cache
-
-    # Read the cache location now, not at import time, so HF_HUB_CACHE / HF_HOME set later count.
-    cache = os.environ.get("HF_HUB_CACHE") or (
-        os.path.join(os.environ["HF_HOME"], "hub") if os.environ.get("HF_HOME") else None
-    )
-    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
-    return Path(found).parent if isinstance(found, str) else None
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -547,18 +684,22 @@ def normalise(config: dict[str, Any], family: Family, origin: Path) -> dict[str,
 
     transformers reads an alias (BART's ``num_hidden_layers``) as the field it stands for, so
     the two must agree; the alias is dropped, so that an override of the field is not undone.
+    A type read off transformers keeps its aliases: its config class reads them as it would
+    from config.json, after deriving fields (UMT5's decoder depth follows ``num_layers``, not
+    its alias), and an override drops them (:func:`apply_overrides`).
     """
     result = dict(config)
     for alias, name in family.aliases.items():
         if alias not in result:
             continue
-        value = result.pop(alias)
+        value = result[alias] if family.inferred else result.pop(alias)
         if name in result and result[name] != value:
             raise ConfigError(
                 f"{origin}: {alias} {value!r} and {name} {result[name]!r} name the same size; "
                 "remove one or make them agree"
             )
-        result[name] = value
+        if not family.inferred:
+            result[name] = value
     return result
 
 
@@ -574,7 +715,10 @@ def apply_overrides(config: dict[str, Any], overrides: dict[str, int], family: F
             continue
         for size in OVERRIDE_SIZES[option]:
             if size in family.sizes:
-                result[family.sizes[size]] = value
+                name = family.sizes[size]
+                result[name] = value
+                for alias in [alias for alias, field in family.aliases.items() if field == name]:
+                    result.pop(alias, None)  # read after the field, it would undo the override
     return result
 
 
@@ -589,13 +733,25 @@ def validate_config(
 
     Errors name the file and field, or the command-line option that set the field
     (``set_by``: field → option). The config is completed with what transformers would
-    default (and, for a head that finds the last token by padding, a padding token), so
-    the spec is complete and hashable as JSON.
+    default — for a type read off transformers, by its own config class, which derives what
+    follows from the fields given — (and, for a head that finds the last token by padding, a
+    padding token), so the spec is complete and hashable as JSON.
     """
     set_by = set_by or {}
     family = family or family_for(config, origin)
     rules = rules_for(family, config["model_type"], config)
-    check_config(config, rules, lambda name: set_by.get(name, str(origin)), prepare=lambda c: _fill(c, family))
+
+    def where(name: str) -> str:
+        return set_by.get(name, str(origin))
+
+    if family.inferred:
+        check_fields(config, rules, where)  # the values as written, before transformers reads them
+        _as_transformers_makes(config, family, origin)
+        # Checked again as transformers completed them; fields known by their name's ending are still
+        # those written (Switch derives a sparse step of 0 for no sparse layer, which its code allows).
+        check_config(config, rules, where)
+    else:
+        check_config(config, rules, where, prepare=lambda c: _fill(c, family))
     _check_rope(config, origin)
     labels = config.get("id2label")
     if isinstance(labels, dict):
@@ -638,6 +794,54 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "…"
 
 
+def _as_transformers_makes(config: dict[str, Any], family: Family, origin: Path) -> None:
+    """A config of a type read off transformers, completed in place by the type's own config class
+    (:func:`~bertgraph.model.families.generic.derived_config`): aliases under their field's name,
+    derived fields derived, every other field at the class's default — never a default of bertgraph's."""
+    from bertgraph.model.families.generic import derived_config
+
+    model_type = config["model_type"]
+    try:
+        made = derived_config(model_type, config_kwargs(config))
+    except Exception as error:
+        raise ConfigError(
+            f"{origin}: transformers cannot make a {model_type} config of this one: {first_line(error)}"
+            + zero_divisors(config, error)
+        ) from error
+    config.clear()
+    config.update(made)
+    kv, heads = family.sizes.get("kv_heads"), family.sizes.get("heads")
+    if kv and heads and kv in config and isinstance(config.get("kv_lora_rank"), int):
+        # Latent attention (DeepSeek's) expands its keys and values to every query head: the key/value
+        # heads are the query heads. transformers reads this field only for heads // it, which its sdpa
+        # path repeats the keys by when a padding mask is given (a broadcast error for 4 heads of 2).
+        config[kv] = config[heads]
+
+
+def zero_divisors(config: Mapping[str, Any], error: BaseException) -> str:
+    """For a division by zero in transformers' code, the fields of ``config`` the failing line reads
+    that are 0, as advice (``" (attn_layer_period is 0: make it positive)"``); ``""`` otherwise."""
+    import traceback
+
+    if not isinstance(error, ZeroDivisionError) or error.__traceback__ is None:
+        return ""
+    line = traceback.extract_tb(error.__traceback__)[-1].line or ""
+    read = re.findall(r"\.(\w+)", line)
+    zero = sorted({name for name in read if type(config.get(name)) is int and config[name] == 0})
+    if not zero:
+        return ""
+    return f" ({', '.join(zero)} {'is' if len(zero) == 1 else 'are'} 0, which the model divides by: make it positive)"
+
+
+# What config.json holds besides the config class's arguments.
+_NOT_KWARGS = ("auto_map", "architectures", "transformers_version", "model_type")
+
+
+def config_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """config.json content as config-class keyword arguments, without remote-code hooks."""
+    return {k: v for k, v in config.items() if k not in _NOT_KWARGS}
+
+
 def _fill(config: dict[str, Any], family: Family) -> None:
     """Sizes that default to another size (T5's decoder depth is its encoder's) once defaults are in."""
     for size, (other, factor) in family.fallbacks.items():
@@ -647,13 +851,53 @@ def _fill(config: dict[str, Any], family: Family) -> None:
 
 
 def _validate_example(spec: ModelSpec, batch: int, seq_len: int) -> None:
-    for flag, value in (("--batch", batch), ("--seq-len", seq_len)):
-        found = problem(flag, Field("count", role="example"), value)
-        if found:
-            raise ConfigError(found.replace(f"field {flag!r}", flag))
+    _check_example_size("--batch", batch)
+    check_length(spec, seq_len)
+
+
+def _check_example_size(flag: str, value: int) -> None:
+    found = problem(flag, Field("count", role="example"), value)
+    if found:
+        raise ConfigError(found.replace(f"field {flag!r}", flag))
+
+
+def check_length(spec: ModelSpec, length: int, flag: str = "--seq-len") -> None:
+    """A sequence of ``length`` tokens (given by ``flag``) that ``spec``'s model can take: within
+    the example limit and the model's positions.
+
+    Raises:
+        ConfigError: one line naming ``flag`` and the longest length there is room for.
+    """
+    _check_example_size(flag, length)
     limit = spec.max_positions
-    if limit is not None and seq_len > limit:
-        raise ConfigError(f"--seq-len {seq_len} is above {_positions(spec)}; use --seq-len {limit} or less")
+    if limit is not None and length > limit:
+        raise ConfigError(f"{flag} {length} is above {_positions(spec)}; use {flag} {limit} or less")
+
+
+def check_generation(spec: ModelSpec, prompt: int, tokens: int, flag: str | None = "--seq-len") -> None:
+    """A prompt of ``prompt`` tokens (given by ``flag``; None: the default example) and ``tokens``
+    generated after it: the last step's cache holds both, so together they are one sequence, held to
+    :func:`check_length`'s rule.
+
+    Raises:
+        ConfigError: one line naming both options and the most tokens there is room for.
+    """
+    check_length(spec, prompt, flag or "--seq-len")
+    limit = spec.max_positions if spec.max_positions is not None else LIMITS["example"].maximum
+    if prompt + tokens > limit:
+        bound = (
+            _positions(spec) if spec.max_positions is not None else f"the longest sequence bertgraph takes, {limit:,}"
+        )
+        total = f" ({prompt + tokens:,} tokens)" if len(str(tokens)) <= 12 else ""
+        room = limit - prompt
+        advice = f"use --generate {room} or less" if room else f"give a {flag} below {limit} to leave room"
+        example_words = f"the default example's {prompt} token" + ("s" if prompt != 1 else "")
+        given = (
+            f"{flag} {prompt} and --generate {tokens} run"
+            if flag
+            else f"--generate {tokens} after {example_words} runs"
+        )
+        raise ConfigError(f"{given} past {bound}{total}; {advice}")
 
 
 def _positions(spec: ModelSpec) -> str:

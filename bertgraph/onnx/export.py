@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,31 @@ Progress = Callable[[str], None]
 def output_names(spec: ModelSpec) -> tuple[str, ...]:
     """The head's outputs, named and ordered as the family record gives them (ModelOutput fields)."""
     return spec.family.heads[spec.head].outputs
+
+
+def export_inputs(spec: ModelSpec) -> tuple[str, ...]:
+    """The inputs an export takes: of those the spec's head takes, what the type's tokenizer gives
+    (:func:`tokenizer_inputs`: RoBERTa's, XLM-R's and CamemBERT's give no ``token_type_ids``, so
+    the file takes none and the model reads its zeros) and the decoder's; all of them for a type
+    transformers names no tokenizer for."""
+    given = tokenizer_inputs(spec.model_type)
+    if given is None:
+        return spec.input_names
+    return tuple(name for name in spec.input_names if name in given or name.startswith("decoder_"))
+
+
+def tokenizer_inputs(model_type: str) -> frozenset[str] | None:
+    """``model_input_names`` of the tokenizer transformers' auto table gives ``model_type``
+    (``RobertaTokenizer``: ``input_ids``, ``attention_mask``); None when it names none it has."""
+    import transformers
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    names = TOKENIZER_MAPPING_NAMES.get(model_type)
+    for name in names if isinstance(names, (list, tuple)) else (names,):
+        found = getattr(getattr(transformers, name, None), "model_input_names", None) if name else None
+        if found:
+            return frozenset(found)
+    return None
 
 
 # The opsets torch.onnx's exporter implements; others are silently left unconverted
@@ -245,6 +270,7 @@ def export_onnx_spec(
     if exporter not in _EXPORTERS:
         raise OnnxError(f"unknown exporter {exporter!r}; choose one of: {', '.join(_EXPORTERS)}")
     packages.require(packages.EXPORT, "ONNX export")
+    spec = replace(spec, inputs=export_inputs(spec))
     target = check_writable(output)
     _check_opset(opset)
     check_readable(spec)

@@ -29,6 +29,8 @@ SUFFIX_FORMATS = {
     ".json": "json",
     ".html": "html",
     ".htm": "html",
+    ".tex": "tex",
+    ".drawio": "drawio",
 }
 PNG_DPI = 144
 
@@ -44,7 +46,7 @@ def diagram_format(path: Path, requested: str | None) -> str:
         if implied is None:
             raise BertgraphError(
                 f"cannot tell the format of {path.name}; use a suffix such as .svg .png .pdf .dot .mmd .md .html "
-                "or pass --format"
+                ".tex .drawio or pass --format"
             )
         return implied
     if implied is not None and implied != requested:
@@ -67,13 +69,16 @@ def write_diagram(
     warn: Callable[[str], None] | None = None,
     annotate: str | None = None,
     edge_labels: str = "changes",
+    css: str = "",
 ) -> Path:
     """Write a diagram of ``graph`` to ``path`` in one step (nothing is left behind on failure).
 
     ``annotate`` (``params``, ``flops``, ``memory``) puts that figure on every node and colours
     nodes by their share of the model total; graph files ignore it (they carry every figure).
     ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape;
-    graph files ignore it too.
+    graph files ignore it too. ``css`` (a style sheet checked by
+    :func:`bertgraph.render.restyle.check_style_sheet`) restyles an SVG or the page's drawings.
+    ``tex`` and ``drawio`` write the drawing for TikZ and draw.io (:mod:`bertgraph.render.editable`).
 
     Only ``path`` is written. An image needs Graphviz: when ``dot`` is missing, or the
     diagram is too large for it to lay out in reasonable time, the error says which
@@ -95,7 +100,7 @@ def write_diagram(
             )
         from bertgraph.render import html
 
-        return write_atomic(path, html.generate_html(graph, depth=depth, **options))
+        return write_atomic(path, html.generate_html(graph, depth=depth, css=css, **options))
     if annotate:
         options["annotate"] = annotate
     if fmt == "mermaid":
@@ -118,7 +123,17 @@ def write_diagram(
         from bertgraph.render import dot
 
         return write_atomic(path, dot.generate_dot(graph, depth=depth, **options))
-    return write_atomic(path, render_image(graph, fmt, depth=depth, output=path, **options))
+    if fmt in ("tex", "drawio"):
+        from bertgraph.render.editable import editable_text
+
+        source, title = laid_out_source(graph, fmt, depth=depth, output=path, **options)
+        return write_atomic(path, editable_text(source, fmt, title))
+    image = render_image(graph, fmt, depth=depth, output=path, **options)
+    if css and fmt == "svg":
+        from bertgraph.render.restyle import restyled_svg
+
+        image = restyled_svg(image.decode("utf-8"), css).encode("utf-8")
+    return write_atomic(path, image)
 
 
 def render_image(
@@ -134,10 +149,41 @@ def render_image(
     edge_labels: str = "changes",
 ) -> bytes:
     """SVG, PNG or PDF bytes of the diagram, laid out by Graphviz (checked to be feasible first)."""
+    from bertgraph.render import graphviz_run
+
+    source, _ = laid_out_source(
+        graph,
+        fmt,
+        depth=depth,
+        fold=fold,
+        theme=theme,
+        compare=compare,
+        annotate=annotate,
+        output=output,
+        edge_labels=edge_labels,
+    )
+    image = graphviz_run.render(source, fmt)
+    if fmt == "svg":
+        from bertgraph.render.ids import legend_classes
+
+        return legend_classes(image.decode("utf-8")).encode("utf-8")
+    return image
+
+
+def laid_out_source(
+    graph: nx.DiGraph, fmt: str, *, depth: int = 2, theme: str = "light", output: Path | None = None, **options: Any
+) -> tuple[str, str]:
+    """The DOT source of a diagram Graphviz is about to lay out as ``fmt``, and its title.
+
+    ``options`` are :func:`bertgraph.render.diagram.build`'s (``fold``, ``compare``, ``annotate``, ``edge_labels``).
+
+    Raises:
+        RenderError: Graphviz is missing, or the diagram is too large for it to lay out in reasonable time.
+    """
     from bertgraph.render import dot, graphviz_run
 
     graphviz_run.require_dot(output)
-    diagram = dot.build(graph, depth, fold, compare, annotate=annotate, edge_labels=edge_labels)
+    diagram = dot.build(graph, depth, **options)
     graphviz_run.check_size(len(diagram.edges))
     source = "\n".join(dot.generate_lines(diagram, theme, PNG_DPI if fmt == "png" else None)) + "\n"
-    return graphviz_run.render(source, fmt)
+    return source, diagram.title

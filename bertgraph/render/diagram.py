@@ -351,6 +351,7 @@ class _Labeller:
                 f"{role} {node_id}: {shape_text} {data.get(g.DTYPE, '')}",
                 kind,
                 "io",
+                base=base_kind,
             )
         if data.get(g.KIND) == g.OPERATOR:
             title = _OP_TITLES.get(data.get(g.OP, ""), data.get(g.OP, ""))
@@ -369,7 +370,7 @@ class _Labeller:
             tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
             if params:
                 tooltip += f"\n{figures.count(params)} parameters: {', '.join(data.get(g.PARAM_NAMES, [])[:4])}"
-            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
+            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op", base=base_kind)
         if data.get(g.OWN_OPS):
             ops = [o for o in data.get(g.OPS, []) if o]
             title = _own_ops_title(data, role, self.family)
@@ -393,7 +394,7 @@ class _Labeller:
                 + (f" ({data[g.MODULE_TYPE]})" if data.get(g.MODULE_TYPE) else "")
                 + f": {', '.join(ops)}\noutput {shape_text}"
             )
-            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op")
+            return Node(node_id, title, tuple(lines), tooltip + fold_note, kind, "op", base=base_kind)
         info = self.info(module)
         module_type = data.get(g.MODULE_TYPE) or info.get("type", "")
         if role == roles.NORM:
@@ -430,7 +431,7 @@ class _Labeller:
         tooltip += f"\noutput {shape_text} {data.get(g.DTYPE, '')}"
         shown = tuple(line for line in module_lines if line)  # an empty line is an empty <font>, which DOT refuses
         title = roles.module_title(self.graph, module) or self.short_name(module)
-        return Node(node_id, title, shown, tooltip + fold_note, kind, "module")
+        return Node(node_id, title, shown, tooltip + fold_note, kind, "module", base=base_kind)
 
     def cluster_title(self, path: str, params: int) -> str:
         info = self.info(path)
@@ -507,14 +508,14 @@ def edge_label(shown: nx.DiGraph, source: str, target: str, edge_labels: str = "
 
 def _with_costs(graph: nx.DiGraph, annotate: str) -> nx.DiGraph:
     """``graph``, or an annotated copy when it lacks the costs the annotation shows (a graph read from a file)."""
-    from bertgraph.graph import cost
+    from bertgraph.graph import cost, costbase
 
     if annotate not in ANNOTATIONS:
         raise ValueError(f"unknown annotation {annotate!r}; choose one of: {', '.join(ANNOTATIONS)}")
     if annotate == "params":
         return graph
     costed = graph if cost.has_costs(graph) else cost.annotate(graph.copy())
-    if annotate == "memory" and not cost.from_onnx(costed):
+    if annotate == "memory" and not costbase.from_onnx(costed):
         from bertgraph.graph import saved
 
         return saved.annotate_saved(costed)  # beside the bytes written, what training keeps of them
@@ -525,22 +526,22 @@ class _Annotator:
     """The annotated figure of each view node: parameters, FLOPs or bytes written, at the example size."""
 
     def __init__(self, graph: nx.DiGraph, what: str) -> None:
-        from bertgraph.graph import cost
+        from bertgraph.graph import costbase
 
         self.what = what
-        self.sizes = cost.sizes_for(graph)
+        self.sizes = costbase.sizes_for(graph)
         ops = [data for _, data in graph.nodes(data=True) if data.get(g.KIND) == g.OPERATOR]
         self.total = (
             stats.parameter_stats(graph)["total"] if what == "params" else sum(self.value(data) for data in ops)
         )
 
     def value(self, data: dict[str, Any]) -> int:
-        from bertgraph.graph import cost
+        from bertgraph.graph import costbase
 
         if self.what == "params":
             return int(data.get(g.PARAMS, 0))
-        poly = cost.node_flops(data) if self.what == "flops" else cost.node_poly(data, g.ACTIVATION_BYTES)
-        return cost.evaluate(poly, self.sizes)
+        poly = costbase.node_flops(data) if self.what == "flops" else costbase.node_poly(data, g.ACTIVATION_BYTES)
+        return costbase.evaluate(poly, self.sizes)
 
     def figure(self, value: int) -> str:
         if self.what == "flops":
@@ -578,9 +579,9 @@ class _Annotator:
 
     def kept(self, data: dict[str, Any]) -> int:
         """The bytes autograd keeps of this node's work for the backward pass (0 where not computed)."""
-        from bertgraph.graph import cost
+        from bertgraph.graph import costbase
 
-        return cost.evaluate(cost.node_poly(data, g.SAVED_BYTES), self.sizes)
+        return costbase.evaluate(costbase.node_poly(data, g.SAVED_BYTES), self.sizes)
 
 
 # --- building -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from bertgraph.render.diagram import (
     residual_label,
 )
 from bertgraph.render.escape import dot_html, dot_id, dot_string
+from bertgraph.render.ids import ElementIds, class_text, look_classes
 
 FONT = "Helvetica,Arial,sans-serif"
 
@@ -68,13 +69,34 @@ _SHAPES = {
 }
 
 
-def _node_line(node: Node, colours: dict[str, Any], theme: str, ident: str) -> str:
+def node_classes(node: Node) -> list[str]:
+    """A box's classes: its role and kind, its heat bin when annotated, ``added`` when highlighted."""
+    classes = look_classes(node.kind, node.base)
+    classes += [f"heat-{node.heat}"] if node.heat is not None else []
+    return classes + (["added"] if node.highlight else [])
+
+
+def cluster_classes(cluster: Cluster) -> list[str]:
+    return [f"cluster-{cluster.role}"] + (["added"] if cluster.highlight else [])
+
+
+def cluster_name(cluster: Cluster) -> str:
+    """The name a frame's id comes from: its module path, or for the backbone, head and variant frames a
+    name no module has (``bertgraph.head``, not the ``head`` module some models have)."""
+    if cluster.role in ("backbone", "head", "variant") and cluster.id.endswith(cluster.role):
+        return cluster.id[: -len(cluster.role)] + "bertgraph." + cluster.role
+    return cluster.id
+
+
+def _node_line(node: Node, colours: dict[str, Any], theme: str, ident: str, element: str) -> str:
     kind = style.look(node.kind, theme)
     fill, stroke, text = kind.fill, kind.stroke, kind.text
     if node.heat is not None:
         fill, stroke, text = colours["heat"][node.heat]
     shape, drawn = _SHAPES[kind.shape]
     attrs: dict[str, str | float] = {
+        "id": element,
+        "class": class_text(node_classes(node)),
         # Every line in the text colour of the node's own fill: grey details were 2.3:1 on causal attention.
         "label": _node_label(node, text),
         "tooltip": node.tooltip,
@@ -92,9 +114,11 @@ def _node_line(node: Node, colours: dict[str, Any], theme: str, ident: str) -> s
     return f"{dot_string(ident)} {_attrs(**attrs)}"
 
 
-def _cluster_lines(cluster: Cluster, theme: str) -> list[str]:
+def _cluster_lines(cluster: Cluster, theme: str, element: str) -> list[str]:
     frame, width = style.cluster_look(cluster.role, cluster.highlight, theme)
     return [
+        f"id={dot_string(element)}",
+        f"class={dot_string(class_text(cluster_classes(cluster)))}",
         f"label={_cluster_label(cluster)}",
         f"tooltip={dot_string(cluster.title)}",
         f'style="rounded,filled{",dashed" if frame.line == "dashed" else ""}"',
@@ -173,11 +197,14 @@ def generate_lines(
     dpi: int | None = None,
     ids: dict[str, str] | None = None,
     edge_xlabels: bool = False,
+    element_ids: dict[str, str] | None = None,
 ) -> Iterable[str]:
     """DOT source lines for ``diagram``.
 
     ``ids``, when given, is filled with the DOT id of every node and cluster (Graphviz
-    writes them into the SVG's ``<title>`` elements, which is how a viewer finds them).
+    writes them into the SVG's ``<title>`` elements). ``element_ids`` is filled with the
+    stable id (:mod:`bertgraph.render.ids`) of every node, by the diagram's node id: Graphviz
+    writes it as the ``id`` of the node's SVG group, which is how a viewer finds it.
     ``edge_xlabels`` places edge labels after layout instead of giving them ranks of their
     own: a large drawing lays out several times faster, at the cost of labels that may
     sit less neatly.
@@ -222,6 +249,8 @@ def generate_lines(
     def ident(name: str) -> str:
         return dot_id(name, ids)
 
+    elements = ElementIds()
+
     # Graphviz places the clusters of one rank right to left in the order they are written
     # (measured on every encoder-decoder at depths 2-4): the right-hand stack goes first.
     righthand: set[str | None] = set()
@@ -240,22 +269,23 @@ def generate_lines(
         nodes = nodes_in.get(parent, [])
         for node in nodes:
             if node.id not in last or parent is None:
-                yield indent + _node_line(node, colours, theme, ident(node.id))
+                yield indent + _node_line(node, colours, theme, ident(node.id), elements(node.id))
         for cluster in sorted(children.get(parent, []), key=lambda c: c.id not in righthand):
             yield f"{indent}subgraph {dot_string('cluster_' + ident('cluster ' + cluster.id))} {{"
-            for line in _cluster_lines(cluster, theme):
+            for line in _cluster_lines(cluster, theme, elements(cluster_name(cluster))):
                 yield f"{indent}  {line}"
             yield from emit(cluster.id, indent + "  ")
             yield f"{indent}}}"
         for node in nodes:
             if node.id in last and parent is not None:
-                yield indent + _node_line(node, colours, theme, ident(node.id))
+                yield indent + _node_line(node, colours, theme, ident(node.id), elements(node.id))
 
     yield from emit(None, "  ")
     roles = {node.id: node.role for node in diagram.nodes}
     for edge in diagram.edges:
         label_key = "xlabel" if edge_xlabels else "label"
-        attrs: dict[str, str | float] = {label_key: f" {edge.label} "} if edge.label else {}
+        attrs: dict[str, str | float] = {"id": elements.edge(edge.source, edge.target), "class": f"edge-{edge.style}"}
+        attrs.update({label_key: f" {edge.label} "} if edge.label else {})
         line = style.edge_look(edge.style, theme)
         if line.line != "solid":
             attrs["style"] = line.line
@@ -269,8 +299,7 @@ def generate_lines(
             # pulling neither stack's column toward the other: cross-attention, and its padding mask where the
             # decoder is one box (inside a frame the mask pulls only a row; let loose, it ran round the encoder).
             attrs["weight"] = "0"
-        suffix = f" {_attrs(**attrs)}" if attrs else ""
-        yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))}{suffix}"
+        yield f"  {dot_string(ident(edge.source))} -> {dot_string(ident(edge.target))} {_attrs(**attrs)}"
     for group in diagram.same_rank:
         yield "  { rank=same; " + " ".join(dot_string(ident(n)) + ";" for n in group) + " }"
     for above, under in diagram.below:
@@ -285,6 +314,8 @@ def generate_lines(
             for left, right in zip(diagram.bottom, diagram.bottom[1:]):
                 yield f"  {dot_string(ident(left))} -> {dot_string(ident(right))} [style=invis]"
     yield "}"
+    if element_ids is not None:
+        element_ids.update({node.id: elements(node.id) for node in diagram.nodes})
 
 
 def generate_dot(

@@ -325,3 +325,177 @@ def markdown_url(path: str) -> str:
     ('my%20model%20%28v2%29.svg', 'bert-depth2.svg')
     """
     return quote(visible(path), safe="/-_.~")
+
+
+# --- element ids (SVG, the page, TikZ, draw.io) -------------------------------------------
+
+# A module path's separators, spelt so that an id needs no escaping in CSS (``#bert-pooler``),
+# XML (an id starts with a letter), TikZ (``.`` and ``:`` mean anchors and polar coordinates
+# there) or draw.io: ``bert.encoder.layer.0-11`` → ``bert-encoder-layer-0-11``, own ops
+# ``bert.embeddings:ops`` → ``bert-embeddings--ops``.
+_ID_SEPARATORS = {".": "-", ":": "--", "/": "-", " ": "_"}
+_ID_SAFE = re.compile(r"[A-Za-z0-9_-]")
+
+
+def element_id(name: str) -> str:
+    """A stable id for a drawn element, from its module path or node name.
+
+    The same name always gives the same id (so a module keeps its id at every depth and in
+    every run); letters, digits, ``-`` and ``_`` only, starting with a letter or ``_``; any
+    other character is spelt by its code point, so different names rarely meet.
+
+    >>> element_id("bert.encoder.layer.0-11.attention"), element_id("bert.embeddings:ops.1")
+    ('bert-encoder-layer-0-11-attention', 'bert-embeddings--ops-1')
+    >>> element_id(""), element_id("0.mlp"), element_id("a<b>\\"é"), element_id("layers.1-19/3")
+    ('model', 'n0-mlp', 'a_3c_b_3e__22__e9_', 'layers-1-19-3')
+    """
+    spelt = "".join(
+        _ID_SEPARATORS.get(char) or (char if _ID_SAFE.fullmatch(char) else f"_{ord(char):x}_") for char in name
+    )
+    if not spelt:
+        return "model"
+    return spelt if spelt[0].isascii() and (spelt[0].isalpha() or spelt[0] == "_") else "n" + spelt
+
+
+# --- LaTeX (TikZ) ------------------------------------------------------------------------
+
+# Characters TeX reads as commands, and those Computer Modern's OT1 encoding draws as something
+# else (``<`` as ¡, ``"`` as ”, ``_`` as a rule no PDF reader sees as text): typewriter glyphs
+# where the roman font has none, so the PDF says what the label says.
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "#": r"\#",
+    "%": r"\%",
+    "&": r"\&",
+    "$": r"{\ttfamily\char36}",
+    "_": r"{\ttfamily\char95}",
+    "~": r"{\ttfamily\char126}",
+    "^": r"{\ttfamily\char94}",
+    '"': r"{\ttfamily\char34}",
+    "'": r"{\ttfamily\char13}",
+    "`": r"{\ttfamily\char18}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "\n": " ",
+    "\t": " ",
+}
+# Symbols the drawings use, in glyphs every TeX installation has (math fonts, no TS1 fonts).
+_TEX_SYMBOLS = {
+    "·": r"\ensuremath{\cdot}",
+    "×": r"\ensuremath{\times}",
+    "…": r"\ldots{}",
+    "–": "--",
+    "—": "---",
+    "→": r"\ensuremath{\rightarrow}",
+    "←": r"\ensuremath{\leftarrow}",
+    "≤": r"\ensuremath{\leq}",
+    "≥": r"\ensuremath{\geq}",
+    "≠": r"\ensuremath{\neq}",
+    "±": r"\ensuremath{\pm}",
+    "−": r"\ensuremath{-}",
+    "÷": r"\ensuremath{\div}",
+    "°": r"\ensuremath{^\circ}",
+    "ß": r"\ss{}",
+    "æ": r"\ae{}",
+    "Æ": r"\AE{}",
+    "œ": r"\oe{}",
+    "Œ": r"\OE{}",
+    "ø": r"\o{}",
+    "Ø": r"\O{}",
+    "ł": r"\l{}",
+    "Ł": r"\L{}",
+    "ı": r"\i{}",
+    "\u00a0": "~",
+}
+# Accents over a letter (NFD's combining marks) as LaTeX's accent commands.
+_TEX_ACCENTS = {
+    "\u0300": "`",
+    "\u0301": "'",
+    "\u0302": "^",
+    "\u0303": "~",
+    "\u0304": "=",
+    "\u0306": "u",
+    "\u0307": ".",
+    "\u0308": '"',
+    "\u030a": "r",
+    "\u030b": "H",
+    "\u030c": "v",
+    "\u0327": "c",
+}
+
+
+def tex_text(text: str) -> str:
+    r"""Text in a LaTeX document (a TikZ label), shown literally in the document's font.
+
+    Letters with accents become accent commands and the drawings' symbols math glyphs, so
+    pdflatex needs no font beyond Computer Modern; any other character is written as its
+    code point (``U+4E2D``) rather than stop the document. Newlines become spaces.
+
+    >>> print(tex_text("#$%&_{}~^\\"))
+    \#{\ttfamily\char36}\%\&{\ttfamily\char95}\{\}{\ttfamily\char126}{\ttfamily\char94}\textbackslash{}
+    >>> print(tex_text("50% <b>"))
+    50\% \textless{}b\textgreater{}
+    >>> print(tex_text("12 × layer · 1.2M — né 中 --x"))
+    12 \ensuremath{\times} layer \ensuremath{\cdot} 1.2M --- n\'{e} U+4E2D -{}-x
+    >>> print(tex_text("\\input{/etc/passwd}\x00"))
+    \textbackslash{}input\{/etc/passwd\}U+FFFD
+    """
+    import unicodedata
+
+    out = []
+    shown = visible(text)
+    for index, char in enumerate(shown):
+        if char == "-" and shown[index + 1 : index + 2] == "-":
+            out.append("-{}")  # two hyphens would join into an en dash (quotes are typewriter glyphs: no ligature)
+        elif char in _TEX_SPECIAL:
+            out.append(_TEX_SPECIAL[char])
+        elif char.isascii():
+            out.append(char)
+        elif char in _TEX_SYMBOLS:
+            out.append(_TEX_SYMBOLS[char])
+        else:
+            decomposed = unicodedata.normalize("NFD", char)
+            base, marks = decomposed[0], decomposed[1:]
+            if base.isascii() and base.isalpha() and len(marks) == 1 and marks in _TEX_ACCENTS:
+                letter = r"\i" if base == "i" else r"\j" if base == "j" else base  # dotless under an accent
+                out.append(f"\\{_TEX_ACCENTS[marks]}{{{letter}}}")
+            else:
+                out.append(f"U+{ord(char):04X}")
+    return "".join(out)
+
+
+# --- draw.io -----------------------------------------------------------------------------
+
+
+def drawio_html(text: str) -> str:
+    """Text inside a draw.io label (``html=1``: the label is HTML; the XML writer quotes it again).
+
+    >>> drawio_html('<img src=x onerror="a()"> & b')
+    '&lt;img src=x onerror=&quot;a()&quot;&gt; &amp; b'
+    >>> drawio_html("two\\nlines")
+    'two<br>lines'
+    """
+    import html
+
+    return html.escape(visible(text), quote=True).replace("\n", "<br>")
+
+
+def xml_attribute(text: str) -> str:
+    r"""A double-quoted XML attribute value: markup, quotes and line breaks as references.
+
+    >>> print(xml_attribute('a<b> & "c"\nd'))
+    "a&lt;b&gt; &amp; &quot;c&quot;&#10;d"
+    """
+    escaped = (
+        xml_text(text)
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("\n", "&#10;")
+        .replace("\t", "&#9;")
+    )
+    return f'"{escaped}"'

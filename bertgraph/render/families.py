@@ -176,7 +176,8 @@ def _mermaid(graphs: Sequence[nx.DiGraph], depth: int, theme: str, warn: Any) ->
 def families_text(
     graphs: Sequence[nx.DiGraph], fmt: str, depth: int = 2, theme: str = "light", warn: Any = None
 ) -> str | bytes:
-    """The figure in ``fmt`` (svg, png, pdf, dot, mermaid), or ``markdown``: a page with the figure and the table."""
+    """The figure in ``fmt`` (svg, png, pdf, dot, mermaid, tex, drawio), or ``markdown``: a page with the
+    figure and the table."""
     from bertgraph.render import PNG_DPI, dot, graphviz_run
 
     if fmt == "markdown":
@@ -188,6 +189,10 @@ def families_text(
     if fmt == "dot":
         return source
     graphviz_run.check_size(len(diagram.edges))
+    if fmt in ("tex", "drawio"):
+        from bertgraph.render.editable import editable_text
+
+        return editable_text(source, fmt, diagram.title)
     return graphviz_run.render(source, fmt)
 
 
@@ -209,10 +214,10 @@ def write_families(
     from bertgraph.files import write_atomic
     from bertgraph.render import schematic
 
-    if view == "schematic" and fmt in ("svg", "png", "pdf", "dot"):
-        text = schematic.schematic_text(graphs, fmt)
+    if view == "schematic" and fmt in ("svg", "png", "pdf", "dot", "tex", "drawio"):
+        text = schematic.schematic_text(graphs, fmt, theme)
     elif view == "schematic" and fmt in ("mermaid", "markdown"):
-        text = schematic.mermaid_text(graphs)
+        text = schematic.mermaid_text(graphs, theme)
         text = generate_page(graphs, text) if fmt == "markdown" else text
     else:
         text = families_text(graphs, fmt, depth, theme, warn)

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 from bertgraph.errors import RenderError
 
@@ -87,6 +88,23 @@ def _pipe(engine: str, fmt: str, data: bytes, *flags: str) -> bytes:
     except graphviz.CalledProcessError as error:
         stderr = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise RenderError(f"Graphviz failed: {stderr[0] if stderr else error}") from error
+
+
+def laid_out(dot_source: str) -> dict[str, Any]:
+    """What bertgraph draws of ``dot_source``, as data (Graphviz's ``-Tjson`` of the settled layout:
+    positions, sizes, splines, every drawing operation), read by :mod:`bertgraph.render.layout`, so
+    that an editable figure is the same drawing as the SVG.
+
+    Raises:
+        RenderError: dot is missing or rejects the source.
+    """
+    try:
+        data = json.loads(render(dot_source, "json"))
+    except ValueError as error:  # a dot that writes no JSON (built without it) says so here
+        raise RenderError(f"Graphviz gave no layout to read: {error}") from error
+    if not isinstance(data, dict):
+        raise RenderError("Graphviz gave no layout to read")
+    return data
 
 
 def _fixed_pdf_date(data: bytes) -> bytes:

@@ -30,6 +30,7 @@ from bertgraph.graph.views import display_name, view
 from bertgraph.render import dot, embed, figures, graphviz_run, svg_data
 from bertgraph.render.diagram import build, lookup_path
 from bertgraph.render.escape import shown_data
+from bertgraph.render.ids import legend_classes
 from bertgraph.render.style import KIND_NAMES
 
 DEPTHS = (0, 1, 2, 3, 4)
@@ -113,7 +114,7 @@ def _numbers(value: Any) -> bool:
 
 def _cost_figures(graph: nx.DiGraph, data: dict[str, Any]) -> dict[str, Any]:
     """The numbers on a node besides the known ones; cost polynomials evaluated at the example size."""
-    from bertgraph.graph.cost import CostError, evaluate, sizes_for
+    from bertgraph.graph.costbase import CostError, evaluate, sizes_for
     from bertgraph.graph.poly import Poly, PolyError
 
     found = {key: value for key, value in data.items() if key not in _KNOWN and _numbers(value)}
@@ -201,11 +202,11 @@ def node_details(
 def _depth_records(
     graph: nx.DiGraph, depth: int, fold: bool, compare: nx.DiGraph | None, edge_labels: str = "changes"
 ) -> tuple[str, dict[str, Any]]:
-    """The DOT source of one depth and the details of its nodes, keyed by DOT id."""
+    """The DOT source of one depth and the details of its nodes, keyed by the stable id each node's SVG group has."""
     diagram = build(graph, depth, fold, compare, edge_labels=edge_labels)
     ids: dict[str, str] = {}
     large = len(diagram.nodes) > LARGE_DRAWING
-    source = "\n".join(dot.generate_lines(diagram, "light", ids=ids, edge_xlabels=large)) + "\n"
+    source = "\n".join(dot.generate_lines(diagram, "light", edge_xlabels=large, element_ids=ids)) + "\n"
     sides = {"": graph} if compare is None else {"a:": graph, "b:": compare}
     shown = {prefix: view(side, depth, fold=fold) for prefix, side in sides.items()}
     nodes: dict[str, Any] = {}
@@ -226,7 +227,7 @@ def example_words(graph: nx.DiGraph) -> str:
     >>> example_words(nx.DiGraph(example={"batch": 1, "seq": 128, "tgt": 128}))
     'batch 1, sequence length 128, decoder length 128'
     """
-    from bertgraph.graph.cost import DECODER, sizes_for
+    from bertgraph.graph.costbase import DECODER, sizes_for
 
     names = {"seq": "sequence length", "sequence": "sequence length", DECODER: "decoder length"}
     return ", ".join(f"{names.get(name, name)} {value}" for name, value in sizes_for(graph).items())
@@ -236,7 +237,7 @@ def _layouts(sources: list[str]) -> list[list[Any]]:
     """Lay out every depth (the ``dot`` processes run side by side); each drawing as data."""
     with ThreadPoolExecutor(max_workers=len(sources)) as pool:
         images = list(pool.map(lambda source: graphviz_run.render(source, "svg"), sources))
-    return [svg_data.svg_data(embed.clean_svg(image.decode("utf-8"))) for image in images]
+    return [svg_data.svg_data(embed.clean_svg(legend_classes(image.decode("utf-8")))) for image in images]
 
 
 def generate_html(
@@ -246,10 +247,12 @@ def generate_html(
     theme: str = "auto",
     compare: nx.DiGraph | None = None,
     edge_labels: str = "changes",
+    css: str = "",
 ) -> str:
     """The interactive page of ``graph`` (beside ``compare`` when given), opening at ``depth``.
 
-    ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape, at every depth.
+    ``edge_labels`` (``shapes``, ``changes``, ``none``) says which edges show their shape, at every depth;
+    ``css`` restyles the drawings (:mod:`bertgraph.render.restyle`, scoped to the drawing's canvas).
     """
     if theme not in THEMES:
         raise ValueError(f"unknown theme {theme!r}; choose one of: {', '.join(THEMES)}")
@@ -260,7 +263,7 @@ def generate_html(
         levels.append({"depth": level, "name": DEPTH_NAMES[level], "bundle": packed({**record, "drawing": drawing})})
     title = records[min(depth, len(DEPTHS) - 1)][1]["title"]
     data = {"depth": min(depth, len(DEPTHS) - 1), "levels": levels, "title": title}
-    return "".join(_page(title, theme, data))
+    return "".join(_page(title, theme, data, css))
 
 
 def _sha256(text: str) -> str:
@@ -287,7 +290,9 @@ def content_security_policy(script: str, style_sheet: str) -> str:
     )
 
 
-def _page(title: str, theme: str, data: dict[str, Any]) -> Iterable[str]:
+def _page(title: str, theme: str, data: dict[str, Any], css: str = "") -> Iterable[str]:
+    from bertgraph.render.restyle import scoped
+
     style_sheet = "".join(
         (
             "\n",
@@ -295,6 +300,8 @@ def _page(title: str, theme: str, data: dict[str, Any]) -> Iterable[str]:
             embed.dark_rules((':root[data-theme="dark"] #canvas',)) + "\n",
             "@media (prefers-color-scheme: dark) {\n",
             embed.dark_rules((':root[data-theme="auto"] #canvas',)) + "\n}\n",
+            # the user's sheet last, so it wins over the viewer's and the dark theme's rules of equal weight
+            scoped(css, "#canvas") + "\n" if css.strip() else "",
         )
     )
     script = f"\n{_asset('viewer.js')}"

@@ -7,6 +7,7 @@ from typing import Any
 
 from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures, text
+from bertgraph.render.deployment import deployment_sentences, deployment_table
 from bertgraph.render.escape import markdown_code as code
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.render.text import module_label
@@ -44,12 +45,20 @@ def generate_param_rows(stats: dict[str, Any]) -> Iterable[str]:
     )
 
 
+def stored_paragraphs(data: dict[str, Any]) -> Iterable[str]:
+    """The checkpoint and remote-code lines as sentences, each a paragraph."""
+    for line in text.stored_lines(data):
+        yield md(line[0].upper() + line[1:]) + "."
+        yield ""
+
+
 def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     yield f"## Parameters of {md(stats['model'])} · {md(stats['model_class'])}"
     yield ""
     if stats.get("not_traced"):
         yield md(text.not_traced_line(stats)) + "."
         yield ""
+    yield from stored_paragraphs(stats)
     yield from generate_param_groups(stats)
     yield ""
     yield f"{len(stats['parameters'])} parameter tensors:"
@@ -96,6 +105,7 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
     else:
         yield f"Example input {md(example)}; shapes name these dimensions. {_FOLDED}"
     yield ""
+    yield from stored_paragraphs(summary)
     if summary.get("roles_inferred"):
         yield "Roles inferred from the module tree (bertgraph has no record of this model type)."
         yield ""
@@ -188,6 +198,17 @@ def generate_cost_body(report: dict[str, Any]) -> Iterable[str]:
     for line in (*sentences, text.unsupported_sentence(report)):
         yield md(line[0].upper() + line[1:]) + "."
     yield ""
+    planned = deployment_table(report)
+    if planned is not None:
+        yield from table(
+            [md(h) for h in planned[0]],
+            ([md(c) for c in r] for r in planned[1]),
+            [False] + [True] * (len(planned[0]) - 1),
+        )
+        yield ""
+        for line in deployment_sentences(report):
+            yield md(line[0].upper() + line[1:]) + "."
+        yield ""
     headers, rows, right = text.cost_tree(report)
     body = []
     for row, cells in zip(report["rows"], rows):

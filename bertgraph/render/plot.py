@@ -16,7 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from bertgraph.graph import cost
+from bertgraph.graph import cost, costbase
 from bertgraph.graph import schema as g
 from bertgraph.render import figures
 
@@ -49,13 +49,29 @@ def max_positions(graph: nx.DiGraph) -> int | None:
 def plot_lengths(graph: nx.DiGraph) -> tuple[list[int], int | None]:
     """The sequence lengths plotted (geometric, to past the crossover) and the crossover length."""
     totals = cost.model_totals(graph)
-    sizes = {**cost.sizes_for(graph), "batch": 1}
-    name = cost.sequence_name(graph)
+    sizes = {**costbase.sizes_for(graph), "batch": 1}
+    name = costbase.sequence_name(graph)
     crossing = cost.crossover(totals[cost.LINEAR_FLOPS], totals[cost.ATTENTION_FLOPS], sizes, name)
     longest = max(crossing * 4 if crossing else 0, max_positions(graph) or 512, SHORTEST * 4)
     ratio = (longest / SHORTEST) ** (1 / (POINTS - 1))
     lengths = sorted({round(SHORTEST * ratio**index) for index in range(POINTS)})
     return lengths, crossing
+
+
+def vertical_marker(axes: Any, x: float, label: str, top: bool = False, strong: bool = False) -> None:
+    """A vertical line at ``x`` with its label written along it, at the foot of the axes (or the top)."""
+    colour, text = ("#1f2328", "#1f2328") if strong else ("#8c959f", "#57606a")
+    axes.axvline(x, color=colour, linestyle="--" if strong else ":", linewidth=1)
+    axes.annotate(
+        label,
+        (x, 0.98 if top else 0.02),
+        xycoords=("data", "axes fraction"),
+        rotation=90,
+        ha="right",
+        va="top" if top else "bottom",
+        color=text,
+        fontsize=8,
+    )
 
 
 def generate_flops_png(graph: nx.DiGraph) -> bytes:
@@ -72,9 +88,9 @@ def generate_flops_png(graph: nx.DiGraph) -> bytes:
     from matplotlib.ticker import FuncFormatter
 
     lengths, crossing = plot_lengths(graph)
-    sizes = {**cost.sizes_for(graph), "batch": 1}
+    sizes = {**costbase.sizes_for(graph), "batch": 1}
     curves = cost.flops_curves(graph, lengths, sizes)
-    name = cost.sequence_name(graph)
+    name = costbase.sequence_name(graph)
     with matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]
         figure = Figure(figsize=(7.0, 4.2), dpi=100)
         FigureCanvasAgg(figure)
@@ -90,20 +106,10 @@ def generate_flops_png(graph: nx.DiGraph) -> bytes:
         axes.grid(True, which="major", color="#d0d7de", linewidth=0.6)
         limit = max_positions(graph)
         if limit:
-            axes.axvline(limit, color="#8c959f", linestyle=":", linewidth=1)
-            axes.annotate(
-                f"max positions {limit:,}",
-                (limit, 0.02),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                ha="right",
-                va="bottom",
-                color="#57606a",
-                fontsize=8,
-            )
+            vertical_marker(axes, limit, f"max positions {limit:,}")
         if crossing:
             at = {**sizes, name: crossing}
-            value = cost.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], at)
+            value = costbase.evaluate(cost.model_totals(graph)[cost.ATTENTION_FLOPS], at)
             axes.plot([crossing], [value], marker="o", color="#1f2328", markersize=5)
             axes.annotate(
                 f"attention overtakes at {crossing:,}\n({figures.flops(value)} each)",

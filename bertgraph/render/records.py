@@ -24,6 +24,7 @@ class Node:
     highlight: bool = False
     heat: int | None = None  # the bin of the annotated figure's share (annotated diagrams only)
     role: str = ""  # the role of the node's module (graph/roles.py), "" for inputs and outputs
+    base: str = ""  # the kind before attention refined it (a layer coloured as its self-attention: "block")
 
 
 @dataclass(frozen=True)

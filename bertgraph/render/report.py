@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
@@ -13,6 +14,9 @@ from bertgraph.render import figures, markdown, masks, mermaid
 from bertgraph.render.escape import markdown_code, markdown_url
 from bertgraph.render.escape import markdown_text as md
 from bertgraph.version import __version__
+
+if TYPE_CHECKING:
+    from bertgraph.plan.deploy import Request
 
 
 def _weights_sentence(graph: nx.DiGraph) -> str:
@@ -25,20 +29,27 @@ def _weights_sentence(graph: nx.DiGraph) -> str:
 
 
 def generate_cost_lines(
-    graph: nx.DiGraph, depth: int = 2, plot_name: str | None = None, plot_note: str | None = None
+    graph: nx.DiGraph,
+    depth: int = 2,
+    plot_name: str | None = None,
+    plot_note: str | None = None,
+    deployment: Request | None = None,
+    memory_plot_name: str | None = None,
 ) -> Iterable[str]:
-    """The report's cost section: figures with their formulas at the example size, memory, the plot."""
-    from bertgraph.graph import cost
+    """The report's cost section: figures with their formulas at the example size, memory, the deployment
+    (``deployment``: ``cost``'s options; its figure is ``memory_plot_name`` beside the report), the plot."""
+    from bertgraph.graph import costbase, costtable
+    from bertgraph.plan import deploy
     from bertgraph.render.plot import max_positions, plot_lengths
 
-    sizes = cost.sizes_for(graph)
-    report = cost.cost_report(graph, [sizes], depth=depth)
+    sizes = costbase.sizes_for(graph)
+    report = deploy.add_deployment(costtable.cost_report(graph, [sizes], depth=depth), graph, [sizes], deployment)
     total = report["total"]
     yield "## Cost"
     yield ""
     matmul = figures.count(total["matmul_flops"]["values"][0])
     yield (
-        f"At {md(cost.size_label(sizes))}, one forward pass takes **{matmul}** "
+        f"At {md(costbase.size_label(sizes))}, one forward pass takes **{matmul}** "
         f"matmul FLOPs — {markdown.code(total['matmul_flops']['readable'])} in general — and "
         f"{figures.count(total['other_flops']['values'][0])} other FLOPs; its activations peak at "
         f"{figures.size(report['memory']['peak_activation_bytes'][0])}. Every figure is a polynomial in the named "
@@ -48,7 +59,7 @@ def generate_cost_lines(
     yield from markdown.generate_cost_body(report)
     yield ""
     _, crossing = plot_lengths(graph)
-    name = cost.sequence_name(graph)
+    name = costbase.sequence_name(graph)
     if crossing:
         limit = max_positions(graph)
         beyond = f", beyond the model's {limit:,} positions" if limit and crossing > limit else ""
@@ -56,6 +67,9 @@ def generate_cost_lines(
             f"Attention's matrix products grow with {name}², the linear layers' with {name}: "
             f"attention overtakes at {name} = {crossing:,}{beyond}."
         )
+        yield ""
+    if memory_plot_name:
+        yield f"![Memory by part against context length, with the GPU's memory]({markdown_url(memory_plot_name)})"
         yield ""
     if plot_name:
         yield f"![FLOPs against sequence length, linear layers and attention]({markdown_url(plot_name)})"
@@ -100,6 +114,8 @@ def generate_report_lines(
     warn: Callable[[str], None] | None = None,
     plot_name: str | None = None,
     plot_note: str | None = None,
+    deployment: Request | None = None,
+    memory_plot_name: str | None = None,
 ) -> Iterable[str]:
     """Report lines: architecture (Mermaid, SVG link), parameters, module tree, cost, head diff, every parameter.
 
@@ -142,6 +158,7 @@ def generate_report_lines(
         f"{figures.count(stats['trainable'])} of them trainable."
     )
     yield ""
+    yield from markdown.stored_paragraphs(stats)
     yield "## Module tree"
     yield ""
     yield (
@@ -150,7 +167,7 @@ def generate_report_lines(
     yield ""
     yield from markdown.generate_summary_table(summary)
     yield ""
-    yield from generate_cost_lines(graph, depth, plot_name, plot_note)
+    yield from generate_cost_lines(graph, depth, plot_name, plot_note, deployment, memory_plot_name)
     if base is not None:
         difference = tables.diff(base, graph)
         yield f"## What the {md(head)} head adds"
@@ -184,11 +201,21 @@ def generate_report(
     warn: Callable[[str], None] | None = None,
     plot_name: str | None = None,
     plot_note: str | None = None,
+    deployment: Request | None = None,
+    memory_plot_name: str | None = None,
 ) -> str:
     """The report of ``graph`` as Markdown text; ``base`` (the bare backbone) adds the head diff."""
-    return "\n".join(generate_report_lines(graph, base, depth, svg_name, warn, plot_name, plot_note)) + "\n"
+    lines = generate_report_lines(
+        graph, base, depth, svg_name, warn, plot_name, plot_note, deployment, memory_plot_name
+    )
+    return "\n".join(lines) + "\n"
 
 
 def plot_path(report: Path) -> Path:
     """Where the FLOPs plot of a report goes: ``report.md`` → ``report-flops.png`` beside it."""
     return report.with_name(f"{report.stem}-flops.png")
+
+
+def memory_plot_path(report: Path) -> Path:
+    """Where the deployment's memory figure goes: ``report.md`` → ``report-memory.png`` beside it."""
+    return report.with_name(f"{report.stem}-memory.png")

@@ -215,6 +215,12 @@ THEMES: dict[str, dict[str, Any]] = {
 }
 
 
+# Each theme's node looks as (fill, border, text) palettes, for the writers that paint only those (the
+# families schematic, the masks figure, the diff figure's legend): derived from LOOKS, never a second table.
+for _name, _theme in THEMES.items():
+    _theme["kinds"] = {kind: Palette(*LOOKS[_name][kind][:3]) for kind in KIND_NAMES}
+
+
 def theme(name: str) -> dict[str, Any]:
     if name not in THEMES:
         raise ValueError(f"unknown theme {name!r}; choose one of: {', '.join(THEMES)}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from bertgraph.graph.facts.summary import shared_lines, stack_line
 from bertgraph.render import figures
+from bertgraph.render.deployment import deployment_sentences, deployment_table
 from bertgraph.render.escape import terminal_text
 
 
@@ -45,6 +46,7 @@ def generate_params(stats: dict[str, Any]) -> Iterable[str]:
     yield title(stats)
     if stats.get("not_traced"):
         yield not_traced_line(stats)
+    yield from stored_lines(stats)
     yield ""
     yield from table(
         ["Parameter", "Shape", "Count", "Trainable"],
@@ -119,6 +121,7 @@ def generate_summary(summary: dict[str, Any]) -> Iterable[str]:
         yield not_traced_line(summary)
     else:
         yield terminal_text(f"example input: {example}; shapes show these dims by name")
+    yield from stored_lines(summary)
     if summary.get("roles_inferred"):
         yield "roles inferred from the module tree (transformers has this model type; bertgraph has no record of it)"
     if "active" in summary:
@@ -160,12 +163,92 @@ def active_line(summary: dict[str, Any]) -> str:
     )
 
 
+# The words for a quantized checkpoint's parts (model/stored.py's PARTS).
+_PART_WORDS = {
+    "float8": "low-precision float weights",
+    "packed": "packed weights",
+    "scales": "scales",
+    "zeros": "zero points",
+    "g_idx": "group indices",
+    "quant-state": "quantizer state",
+}
+
+
+def stored_lines(data: dict[str, Any]) -> Iterable[str]:
+    """The checkpoint line and the remote-code line, where a summary or parameter table has them."""
+    if data.get("checkpoint"):
+        yield checkpoint_line(data["checkpoint"])
+    if data.get("remote_code"):
+        yield remote_code_line(data["remote_code"])
+
+
+def checkpoint_line(found: dict[str, Any]) -> str:
+    """What the checkpoint's headers say, held to the graph: ``checkpoint bfloat16, 2 shards, 336.6 kB;
+    168,323 parameters, as the graph``, or what differs (tensors the model lacks, parameters not stored)."""
+    dtypes = [dtype_name(name) for name in found["dtypes"]]
+    kinds = " + ".join(dtypes[:3]) + (" + …" if len(dtypes) > 3 else "")
+    parts = found.get("parts", {})
+    if found.get("quantization") or parts:
+        held = ", ".join(
+            f"{'/'.join(dtype_name(d) for d in part['dtypes'])} {_PART_WORDS.get(name, name)}"
+            for name, part in parts.items()
+        )
+        kinds = f"{found.get('quantization') or 'quantized'}" + (f" ({held})" if held else "")
+    files = f"{found['files']} shards" if found.get("sharded") else "one file"
+    text = f"checkpoint {kinds}, {files}, {figures.size(found['bytes'])}; {_compared_words(found)}"
+    return terminal_text(text)
+
+
+def _compared_words(found: dict[str, Any]) -> str:
+    """``168,323 parameters, as the graph``; or the totals and what only one side has."""
+    compared = found["compared"]
+    quantized = compared.get("quantized")
+    held = f"{figures.count(found['elements'])} parameters"
+    if quantized:
+        held = (
+            f"{figures.count(compared['stored'] + quantized['elements'])} of the graph's parameters, "
+            f"{figures.count(quantized['elements'])} of them in {quantized['tensors']} weights stored quantized"
+        )
+    if compared["matches"]:
+        return f"{held}, as the graph"
+    words = [f"{held}, the graph {figures.count(compared['graph'])}"]
+    sides = (("not_in_model", "stored tensors not in the model"), ("not_in_checkpoint", "of the graph's not stored"))
+    for side, where in sides:
+        part = compared[side]
+        if part["tensors"]:
+            names = ", ".join(part["names"]) + (", …" if part["tensors"] > len(part["names"]) else "")
+            words.append(f"{part['tensors']} {where} ({figures.count(part['elements'])}: {names})")
+    return "; ".join(words)
+
+
+def dtype_name(name: str) -> str:
+    """A safetensors dtype as torch names it (``BF16`` → ``bfloat16``)."""
+    from bertgraph.model.stored import DTYPE_NAMES
+
+    return DTYPE_NAMES.get(name, name.lower())
+
+
+def remote_code_line(classes: list[str]) -> str:
+    """The code a config names and bertgraph did not run."""
+    return terminal_text(
+        f"config's auto_map names code of its own ({', '.join(classes)}), not run: drawn with transformers' classes "
+        "for its model_type"
+    )
+
+
 def kv_cache_line(entry: dict[str, Any]) -> str:
-    """``KV cache at 4,096 tokens in bfloat16: 96.0 MiB (batch 1)``."""
-    return (
+    """``KV cache at 4,096 tokens in bfloat16: 96.0 MiB (batch 1)``; a latent cache (MLA) says so, and what
+    every head's keys and values would take."""
+    line = (
         f"KV cache at {figures.count(entry['tokens'])} tokens in {entry['dtype']}: {figures.size(entry['bytes'])} "
         f"(batch 1; {entry['readable']} bytes)"
     )
+    if "decompressed_bytes" in entry:
+        line += (
+            f"; MLA's latent and shared rotary key, as transformers caches them — every head's keys and values "
+            f"would take {figures.size(entry['decompressed_bytes'])}"
+        )
+    return line
 
 
 def _architecture_lines(facts: dict[str, Any]) -> Iterable[str]:
@@ -239,6 +322,7 @@ def cost_totals(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         # a mixture of experts: the matmul FLOPs count the experts a token runs; this, all of them
         ("matmul FLOPs, every expert", "all_experts_matmul_flops", 1),
         (f"KV cache (bytes, {dtype})", "kv_cache_bytes", None),
+        ("  keys and values per head", "kv_cache_bytes_decompressed", None),
         ("decode step matmul FLOPs", "decode_flops_per_token", None),
     ]
     for name, key, at in planning:
@@ -268,6 +352,12 @@ def planning_sentences(report: dict[str, Any]) -> Iterable[str]:
             "KV cache: keys and values every causal and cross-attention block keeps after the prompt "
             "(a sliding window of w keeps w - 1 tokens); decode step: one new token with the prompt cached "
             "(an encoder-decoder: tgt decoder tokens and the encoder's output), head included"
+        )
+    if "kv_cache_bytes_decompressed" in total:
+        yield (
+            "multi-head latent attention (MLA): the KV cache is each token's latent and shared rotary key, as "
+            "transformers' cache holds them, decompressed over every cached token at each decode step; keys and "
+            "values per head: what attention reads, and what a cache keeping them would hold"
         )
     for entry, sizes in zip(report.get("generate", []), report["sizes"]):
         label = ", ".join(f"{k}={v}" for k, v in sizes.items())
@@ -386,6 +476,11 @@ def generate_cost(report: dict[str, Any]) -> Iterable[str]:
     yield from planning_sentences(report)
     yield unsupported_sentence(report)
     yield ""
+    planned = deployment_table(report)
+    if planned is not None:
+        yield from table(planned[0], planned[1], [False] + [True] * (len(planned[0]) - 1))
+        yield from deployment_sentences(report)
+        yield ""
     headers, rows, right = cost_tree(report)
     yield from table(headers, rows, right)
     yield ""

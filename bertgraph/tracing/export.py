@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import linecache
 import math
 import operator
@@ -33,6 +34,7 @@ from bertgraph.graph import schema as g
 from bertgraph.model import ModelSpec, build_model, example_inputs
 from bertgraph.model.build import ordered_sets
 from bertgraph.model.families import Stack
+from bertgraph.model.stored import compare
 from bertgraph.tracing import causes, collector
 from bertgraph.tracing.dims import (
     DimsError,
@@ -91,7 +93,7 @@ def _trace(spec: ModelSpec, model: torch.nn.Module, grow: bool) -> nx.DiGraph:
     stacks = stack_plans(spec, model) if grow else []
     plans = [plan for _, plan in stacks]
     if any(plan.layers > plan.traced for plan in plans):
-        small = replace(spec, config=shrunk_config(spec, stacks), weights=None, pickle_weights=None)
+        small = replace(spec, config=shrunk_config(spec, stacks), weights=None, pickle_weights=None, checkpoint=None)
         small_model = build_model(small)
         try:
             grown = grow_stacks(trace_module(small_model, small), plans)
@@ -596,6 +598,9 @@ def _op_name(node: Node) -> str:
     return packet.strip("_") or packet
 
 
+# The config's float dtypes (torch_dtype) a graph records as the weights' published dtype.
+FLOAT_NAMES = ("float32", "float16", "bfloat16", "float64")
+
 _CALL_SUFFIX = re.compile(r"@(\d+)$")
 
 
@@ -633,8 +638,10 @@ def _graph_attributes(model: torch.nn.Module, spec: ModelSpec, weights: str, tie
             stacks[container] = stack.kind
     # Only a record read off the module tree says so: other graphs keep exactly their keys.
     inferred = {g.G_ROLES_FROM: "module tree"} if family.inferred else {}
+    parameters = parameter_table(model)
     return {
         **inferred,
+        **_checkpoint_attributes(spec, parameters, tied, backbone or family.prefix),
         g.G_NAME: spec.name,
         g.G_MODEL_CLASS: type(model).__name__,
         g.G_HEAD: spec.head,
@@ -647,11 +654,34 @@ def _graph_attributes(model: torch.nn.Module, spec: ModelSpec, weights: str, tie
         g.G_CONFIG: spec.summary(),
         g.G_EXAMPLE: dict(zip(spec.dim_names, spec.example_shape)),
         g.G_MODULES: modules,
-        g.G_PARAMETERS: parameter_table(model),
+        g.G_PARAMETERS: parameters,
         g.G_TIED: tied,
         g.G_WEIGHTS: weights,
         g.G_VERSIONS: versions(),
     }
+
+
+def _checkpoint_attributes(
+    spec: ModelSpec, parameters: list[dict[str, Any]], tied: dict[str, str], prefix: str
+) -> dict[str, Any]:
+    """What the checkpoint stores, held to the model's parameters; the classes ``auto_map`` names and
+    bertgraph did not run; the config's ``quantization_config`` and float dtype (what deployment plans
+    weights from without headers). Only a model with one carries its key."""
+    found: dict[str, Any] = {}
+    if spec.checkpoint is not None:
+        found[g.G_CHECKPOINT] = {
+            **spec.checkpoint.summary(),
+            "compared": compare(spec.checkpoint, parameters, tied, prefix),
+        }
+    if spec.remote_code:
+        found[g.G_REMOTE_CODE] = list(spec.remote_code)
+    quantization = spec.config.get("quantization_config")
+    if isinstance(quantization, dict) and quantization:
+        found[g.G_QUANTIZATION_CONFIG] = json.loads(json.dumps(quantization))  # plain JSON, as a graph holds
+    stored = spec.config.get("torch_dtype", spec.config.get("dtype"))
+    if stored in FLOAT_NAMES:
+        found[g.G_STORED_DTYPE] = stored
+    return found
 
 
 def module_table(model: torch.nn.Module) -> dict[str, dict[str, str]]:

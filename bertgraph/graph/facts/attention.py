@@ -21,7 +21,17 @@ from typing import Any
 import networkx as nx
 
 from bertgraph.graph import schema as g
-from bertgraph.graph.facts.walk import INDEX_DTYPES, argument, literal, op, operators, stack_key, stack_of
+from bertgraph.graph.facts.walk import (
+    INDEX_DTYPES,
+    argument,
+    computed_in,
+    inside,
+    literal,
+    op,
+    operators,
+    stack_key,
+    stack_of,
+)
 from bertgraph.model.families.record import FEED_FORWARD
 
 ATTENTION_OPS = ("scaled_dot_product_attention", "softmax")
@@ -97,9 +107,12 @@ def attention_facts(graph: nx.DiGraph, node: str) -> dict[str, Any]:
     return facts
 
 
-# Ops between eager attention's score product and its softmax (scale, mask, casts), and between
-# the softmax and the product with the values (casts, dropout).
-_SCORE_OPS = frozenset({"mul", "div", "add", "sub", "to", "_to_copy", "masked_fill", "where", "type_as", "float"})
+# Ops between eager attention's score product and its softmax (scale, mask, casts, Gemma-2's logit
+# soft-capping ``tanh(scores / c) * c``), and between the softmax and the product with the values
+# (casts, dropout).
+_SCORE_OPS = frozenset(
+    {"mul", "div", "add", "sub", "tanh", "to", "_to_copy", "masked_fill", "where", "type_as", "float"}
+)
 _WEIGHT_OPS = _SCORE_OPS | {"dropout", "native_dropout"}
 
 
@@ -240,19 +253,10 @@ def keys_from_another_stack(graph: nx.DiGraph, node: str) -> bool:
     own = stack_of(graph, module)
     if key is None or own is None:
         return False
-    seen: set[str] = set()
-    todo = [key]
-    while todo:
-        current = todo.pop()
-        if current in seen:
+    for source in computed_in(graph, key, module):
+        if graph.nodes[source].get(g.KIND) != g.OPERATOR or inside(graph, source, module):
             continue
-        seen.add(current)
-        data = graph.nodes[current]
-        path = str(data.get(g.MODULE, ""))
-        if data.get(g.KIND) == g.OPERATOR and (path == module or path.startswith(module + ".")):
-            todo.extend(str(source) for source in graph.predecessors(current))
-            continue
-        other = stack_of(graph, path) if data.get(g.KIND) == g.OPERATOR else None
+        other = stack_of(graph, str(graph.nodes[source].get(g.MODULE, "")))
         if other is not None and other != own:
             return True
     return False

@@ -58,3 +58,24 @@ def stack_of(graph: nx.DiGraph, module: str) -> str | None:
 def stack_key(graph: nx.DiGraph, module: str) -> str:
     """:func:`stack_of` as a graph-level key: "" for what is outside every stack."""
     return stack_of(graph, module) or ""
+
+
+def inside(graph: nx.DiGraph, node: str, module: str) -> bool:
+    """Whether ``node`` is an op of ``module`` or of a module below it."""
+    path = str(graph.nodes[node].get(g.MODULE, ""))
+    return graph.nodes[node].get(g.KIND) == g.OPERATOR and (path == module or path.startswith(module + "."))
+
+
+def computed_in(graph: nx.DiGraph, start: str, module: str) -> set[str]:
+    """``start`` and every node it is computed from inside ``module``: the walk back stops at the
+    nodes that feed the module (which are included)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if inside(graph, current, module):
+            todo.extend(str(source) for source in graph.predecessors(current))
+    return seen

@@ -159,6 +159,42 @@ def config_class(model_type: str) -> Any:
     return CONFIG_MAPPING[model_type]
 
 
+def aliases(model_type: str) -> dict[str, str]:
+    """Other names the type's config class takes for its fields (its ``attribute_map``: Qwen3-MoE's
+    ``num_experts`` for ``num_local_experts``, UMT5's ``num_hidden_layers`` for ``num_layers``)."""
+    cls = config_class(model_type)
+    fields = cls().to_dict()
+    mapped = getattr(cls, "attribute_map", None) or {}
+    return {alias: name for alias, name in sorted(mapped.items()) if name in fields and alias not in fields}
+
+
+# What a config's to_dict() carries besides the model's fields.
+_BOOKKEEPING = ("transformers_version", "architectures", "auto_map", "_name_or_path")
+
+
+def derived_config(model_type: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The complete config transformers makes of ``kwargs`` for ``model_type``, as plain data.
+
+    The type's config class is given them as ``from_pretrained`` gives a config.json's fields, so
+    every field it derives follows them (Falcon's key/value heads and 4 × hidden feed-forward, a
+    head size, per-layer kinds) and every field left out has the class's default.
+
+    Raises:
+        Exception: the config class's own refusal.
+    """
+    import json
+
+    cls = config_class(model_type)
+    # As from_pretrained reads a config.json and save_pretrained writes one: JSON's types (label
+    # numbers as strings, dtypes by name), floats JSON has no word for tagged ({"__float__": "Infinity"}).
+    decoded = cls._decode_special_floats
+    values: dict[str, Any] = decoded(json.loads(cls(**decoded(dict(kwargs))).to_json_string(use_diff=False)))
+    for name in _BOOKKEEPING:
+        values.pop(name, None)
+    values["model_type"] = model_type
+    return values
+
+
 def head_class(model_type: str, head: str) -> Any:
     """The transformers class of ``head`` for a ``model_type`` (``MistralForCausalLM``)."""
     import transformers
@@ -323,7 +359,7 @@ def built_config(model_type: str, level: str = "small") -> tuple[dict[str, Any],
     config = small_config(model_type, level)
     for _ in range(_MAX_REPAIRS):
         try:
-            made = base.config_class(**{k: v for k, v in config.items() if k != "model_type"})
+            made = config_class(model_type)(**{k: v for k, v in config.items() if k != "model_type"})
             with torch.device("meta"):
                 model = base(made)
         except Exception as error:
@@ -414,10 +450,12 @@ def _generic_family(model_type: str) -> Family:
     for head in ("causal-lm", "seq2seq-lm", "masked-lm"):
         if model_type in auto_tables()[head]:
             heads[head] = Head(head_class(model_type, head).__name__, LOGITS, decoder_inputs=head == "seq2seq-lm")
-    defaults = {field: _default(base.config_class, field) for field in sizes.values()}
+    # The type's own config class, not the base class's: EXAONE's base model is LlamaModel, its defaults ExaoneConfig's.
+    own = config_class(model_type)
+    defaults = {field: _default(own, field) for field in sizes.values()}
     activation = next((name for name in _ACTIVATION_FIELDS if isinstance(values.get(name), str)), None)
     if activation is not None:
-        defaults[activation] = _default(base.config_class, activation)
+        defaults[activation] = _default(own, activation)
     fallbacks = {}
     if "kv_heads" in sizes and defaults.get(sizes["kv_heads"]) is None:
         fallbacks["kv_heads"] = ("heads", 1)
@@ -430,6 +468,7 @@ def _generic_family(model_type: str) -> Family:
         prefix=getattr(base, "base_model_prefix", "") or "model",
         heads=frozen(heads),
         sizes=frozen(sizes),
+        aliases=frozen(aliases(model_type)),
         stacks=tuple(stacks),
         roles=tuple(_roles(model, stacks, values.get(sizes["layers"]) if "layers" in sizes else None)),
         fallbacks=frozen(fallbacks),

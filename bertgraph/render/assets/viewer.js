@@ -260,8 +260,7 @@
     return shown ? Array.from(canvas.querySelectorAll("g.node")) : [];
   }
   function idOf(element) {
-    const title = element.querySelector("title");
-    return title ? title.textContent : "";
+    return element.getAttribute("id") || "";  // the stable id Graphviz copies from the DOT (render/ids.py)
   }
   function elementOf(id) {
     return nodeElements().find((element) => idOf(element) === id) || null;
