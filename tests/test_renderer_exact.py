@@ -402,7 +402,8 @@ def test_mermaid_text_and_its_notes() -> None:
     light = draw.mermaid(tiny(depth=1, theme="light"), notes.append)
     dark = draw.mermaid(tiny(depth=1, theme="dark"), notes.append)
     auto = draw.mermaid(tiny(depth=1), None)
-    assert light.startswith('---\ntitle: "bert-tiny · BertModel · 4,187,648 parameters · 1 layers ·')
+    assert light.startswith('---\ntitle: "bert-tiny · BertModel · 4,187,648 parameters"\n')
+    assert '["1 layers · hidden' in light  # the caption's facts open the legend
     assert "flowchart" in light
     assert dark != light == auto
     assert draw.mermaid(tiny(depth=1, theme="light", compare="masked-lm")) != light
@@ -415,8 +416,9 @@ def test_mermaid_text_and_its_notes() -> None:
 def test_a_mermaid_drawing_passes_its_notes_on(monkeypatch: pytest.MonkeyPatch) -> None:
     from bertgraph.render import mermaid
 
-    # One layer has 61 edges at depth 4, 32 at depth 3, 12 at depth 2: with a limit of 12, depth 2 is written.
-    monkeypatch.setattr(mermaid, "MAX_EDGES", 12)
+    # One layer has 61 edges at depth 4, 32 at depth 3, 12 at depth 2, and the links that put the legend under
+    # the drawing (9, 9, 7): with a limit of 19, depth 2 is written.
+    monkeypatch.setattr(mermaid, "MAX_EDGES", 19)
     graph = renderer.graph_of(tiny().spec())
     expected = mermaid.generate_mermaid(graph, 4, False, "light", None)
     assert expected.depth == 2 and len(expected.notes) == 1
