@@ -118,7 +118,12 @@ def test_bert_and_roberta_differ_in_embeddings_only(bert_roberta: Comparison, tr
 
 def test_json_is_exactly_the_contract(bert_roberta: Comparison) -> None:
     data = json.loads(tables.tables_text(bert_roberta, "json"))
-    assert list(data) == ["models", "totals", "config", "architecture", "parts"]
+    assert list(data) == ["models", "totals", "config", "architecture", "parts", "cost"]
+    cost = data["cost"]
+    assert (cost["batch"], cost["seq"], cost["dtypes"]) == (1, 128, ["float32", "float32"])
+    assert cost["flops_per_token"] == bert_roberta.cost["flops_per_token"] and cost["flops_per_token"][0] > 0
+    assert cost["kv_cache_bytes_per_token"] == [None, None]  # encoders cache nothing
+    assert all(isinstance(value, int) and value > 0 for value in cost["peak_activation_bytes"])
     assert data["models"] == ["bert-base-uncased", "roberta-base"]
     assert all(list(row) == ["field", "values"] and len(row["values"]) == 2 for row in data["config"])
     assert all(list(row) == ["part", "params"] and len(row["params"]) == 2 for row in data["parts"])
@@ -276,6 +281,7 @@ def test_cost_per_token_is_the_cost_tables(tiny: dict[str, Path]) -> None:
         real = flop_counter(build_model(spec, weights=True), example_inputs(spec, device="cpu"))
         other = report["total"]["other_flops"]["values"][0]
         assert comparison.cost["flops_per_token"][side] * tokens - other == real
+    assert json.loads(tables.tables_text(comparison, "json"))["cost"] == comparison.cost  # the JSON says the same
     assert comparison.cost["kv_cache_bytes_per_token"][0] is None  # an encoder caches nothing
     # LLaMA: 2 layers × 2 kv heads × (8 + 8) per token × 4 bytes
     assert comparison.cost["kv_cache_bytes_per_token"][1] == 2 * 2 * 16 * 4

@@ -70,14 +70,16 @@ class Comparison:
     tensors: dict[str, Any] | None = None
 
     def contract(self) -> dict[str, Any]:
-        """``{"models", "totals", "config", "architecture", "parts"}``, and ``"tensors"`` when both
-        models have checkpoints."""
+        """``{"models", "totals", "config", "architecture", "parts", "cost"}``, and ``"tensors"`` when
+        both models have checkpoints. ``cost`` is :func:`cost_at`'s: the size (``batch``, ``seq``), each
+        side's dtype, FLOPs, KV-cache bytes per token and peak activation bytes, and its notes."""
         found: dict[str, Any] = {
             "models": self.models,
             "totals": self.totals,
             "config": self.config,
             "architecture": self.architecture,
             "parts": self.parts,
+            "cost": self.cost,
         }
         if self.tensors is not None:
             found["tensors"] = self.tensors
