@@ -33,6 +33,7 @@ from bertgraph.graph import io as graph_io
 from bertgraph.model import presets
 from bertgraph.render import diagram as diagrams
 from bertgraph.render.graphviz_run import MAX_EDGES
+from tests.family_configs import UNEVEN
 from tests.layout import (
     cycles,
     decoder_left,
@@ -47,39 +48,8 @@ from tests.layout import (
 )
 
 DEPTHS = (0, 1, 2, 3, 4)
-# Encoder-decoders of no preset, built from transformers' config classes: a T5 of 4 encoder and 3
-# decoder layers drew its decoder left of its encoder where every preset drew it right.
-CONFIGS = {
-    "t5-4+3": (
-        "T5Config",
-        {
-            "vocab_size": 99,
-            "d_model": 32,
-            "d_kv": 8,
-            "d_ff": 37,
-            "num_layers": 4,
-            "num_decoder_layers": 3,
-            "num_heads": 4,
-            "relative_attention_num_buckets": 8,
-            "relative_attention_max_distance": 16,
-            "decoder_start_token_id": 0,
-        },
-    ),
-    "bart-3+3": (
-        "BartConfig",
-        {
-            "vocab_size": 99,
-            "d_model": 32,
-            "encoder_layers": 3,
-            "decoder_layers": 3,
-            "encoder_attention_heads": 4,
-            "decoder_attention_heads": 4,
-            "encoder_ffn_dim": 37,
-            "decoder_ffn_dim": 37,
-            "max_position_embeddings": 64,
-        },
-    ),
-}
+# Encoder-decoders of no preset, built from transformers' config classes (tests/family_configs.py).
+CONFIGS = UNEVEN
 RULES = ("title crossings", "faint texts", "residual origins", "decoder left", "foreign inputs", "through a stack")
 
 

@@ -19,7 +19,7 @@ from bertgraph.graph.compare import Comparison
 from bertgraph.model import resolve
 from bertgraph.render import diff as tables
 from bertgraph.render import diff_figure
-from tests.family_configs import TINY
+from tests.family_configs import TINY, UNEVEN
 
 TINY_BERT = TINY["bert"]
 TINY_GPT2 = {"model_type": "gpt2", "vocab_size": 101, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64}
@@ -34,19 +34,7 @@ TINY_LLAMA = {
     "max_position_embeddings": 64,
 }
 # An encoder-decoder of 4 encoder and 3 decoder layers: the stacks are paired by kind, not by count.
-TINY_T5 = {
-    "model_type": "t5",
-    "vocab_size": 99,
-    "d_model": 32,
-    "d_kv": 8,
-    "d_ff": 37,
-    "num_layers": 4,
-    "num_decoder_layers": 3,
-    "num_heads": 4,
-    "relative_attention_num_buckets": 8,
-    "relative_attention_max_distance": 16,
-    "decoder_start_token_id": 0,
-}
+TINY_T5 = {"model_type": "t5", **UNEVEN["t5-4+3"][1]}
 
 
 def config_dir(tmp_path_factory: pytest.TempPathFactory, name: str, config: dict[str, Any]) -> Path:
