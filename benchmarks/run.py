@@ -15,6 +15,7 @@ comparison table are regenerated from that file. Not part of the test run::
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import os
 import platform
@@ -132,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.runs, args.warmup = 1, 0
         args.output = Path(tempfile.mkdtemp(prefix="bertgraph-bench-smoke-"))
         results = {}
+    # bertgraph's modules compiled, as installing its wheel compiles them and as pip compiled every peer's:
+    # an editable checkout run under PYTHONDONTWRITEBYTECODE (as on the benchmark machine) would otherwise
+    # compile them from source on every run, 0.1-0.2 s no user pays.
+    compileall.compile_dir(HERE.parent / "bertgraph", quiet=1)
     with tempfile.TemporaryDirectory(prefix="bertgraph-bench-") as folder:
         ctx = Context(Path(folder), args.runs, args.warmup, args.smoke)
         for name in chosen:

@@ -105,21 +105,15 @@ def crossing_edges(
     """(tail, head) names of the drawn edges whose route runs through a title (``titles``: where they are
     now; ``drawn``: :func:`routes` of ``layout``, when already read)."""
     boxes = list((title_boxes(layout) if titles is None else titles).values())
+    # each title filed under the bands of height _BAND it reaches (margin included): a point is checked
+    # against the titles of its own band only (bert-large unfolded has 400 titles and 1,000 long routes)
+    filed: dict[int, list[Box]] = {}
+    for box in boxes:
+        for band in range(int((box.bottom - MARGIN) // _BAND), int((box.top + MARGIN) // _BAND) + 1):
+            filed.setdefault(band, []).append(box)
     found = []
     for tail, head, points in routes(layout) if drawn is None else drawn:
-        if not points:
-            continue
-        xs, ys = [x for x, _ in points], [y for _, y in points]
-        reach = Box(min(xs), min(ys), max(xs), max(ys))
-        near = [
-            b
-            for b in boxes
-            if b.left - MARGIN <= reach.right
-            and reach.left <= b.right + MARGIN
-            and b.bottom - MARGIN <= reach.top
-            and reach.bottom <= b.top + MARGIN
-        ]
-        if near and any(b.holds(x, y) for b in near for x, y in points):
+        if any(box.holds(x, y) for x, y in points for box in filed.get(int(y // _BAND), ())):
             found.append((tail, head))
     return found
 
@@ -258,7 +252,8 @@ def clear_titles(laid: str, layout: dict[str, Any]) -> str:
     the title's end (:func:`reroute`)."""
     drawn = routes(layout)
     titles = placed_titles(layout, drawn)
-    moved = {name: box for name, box in titles.items() if box != title_boxes(layout)[name]}
+    where = title_boxes(layout)
+    moved = {name: box for name, box in titles.items() if box != where[name]}
     laid = _moved_labels(laid, layout, moved)
     crossing = set(crossing_edges(layout, titles, drawn))
     if not crossing:
@@ -328,11 +323,19 @@ def reroute(controls: list[Point], boxes: list[Box], obstacles: list[Box], page:
         points = bezier([list(p) for p in piece], steps=max(16, int(length / 2)))
         samples += [(x, y, number) for x, y in (points if number == 0 else points[1:])]
     touched: set[int] = set()
+    reach = _extent((x, y) for x, y, _ in samples)
     for _ in range(3):  # a way round one title can meet another: go round again, a few times at most
+        changed: set[int] = set()
         for box in boxes:
+            if not _overlap(box, reach, _DETOUR_PAD + 1):
+                changed = set()  # a box the route passes nowhere near: no way round it (a large drawing has hundreds)
+                continue
             samples, changed = detour(samples, box, obstacles, page)
             touched |= changed
-        if not changed and not any(box.holds(x, y) for box in boxes for x, y, _ in samples):
+            if changed:
+                reach = _extent((x, y) for x, y, _ in samples)
+        near = [box for box in boxes if _overlap(box, reach, MARGIN + 1)]
+        if not changed and not any(box.holds(x, y) for box in near for x, y, _ in samples):
             break
     found = [controls[0]]
     number = 0
@@ -351,7 +354,10 @@ def reroute(controls: list[Point], boxes: list[Box], obstacles: list[Box], page:
             ]
         )
         curve = smooth(line)
-        clear = not any(b.holds(x, y) for b in boxes for x, y in bezier([list(p) for p in curve]))
+        drawn = bezier([list(p) for p in curve])
+        extent = _extent(drawn)
+        near = [b for b in boxes if _overlap(b, extent, MARGIN + 1)]
+        clear = not any(b.holds(x, y) for b in near for x, y in drawn)
         found += (curve if clear else cubic(line))[1:]
         number = block + 1
     return found
@@ -363,7 +369,7 @@ def detour(
     """``samples`` (points along a route, each with its piece) bowed round the nearer end of ``box`` where
     they run through it: leaving the route a little above the box, passing its end, rejoining a little
     below — round the other end when the nearer way meets another obstacle; and the pieces so changed."""
-    pad = 2 * MARGIN + 0.5
+    pad = _DETOUR_PAD
     padded = Box(box.left - pad, box.bottom - pad, box.right + pad, box.top + pad)
     inside = [i for i, (x, y, _) in enumerate(samples) if padded.holds(x, y, 0)]
     if not inside or inside[0] == 0 or inside[-1] == len(samples) - 1:
@@ -392,7 +398,9 @@ def detour(
     side = sides[0]
     for candidate in sides:
         trial = [(x_in, y_in), (candidate, padded.top), (candidate, padded.bottom), (x_out, y_out)]
-        if not any(_meets(a, b, other) for a, b in itertools.pairwise(trial) for other in others):
+        extent = _extent(trial)
+        near = [other for other in others if _overlap(other, extent, MARGIN + 1)]
+        if not any(_meets(a, b, other) for a, b in itertools.pairwise(trial) for other in near):
             side = candidate
             break
     top, bottom = min(padded.top + pad, y_in), max(padded.bottom - pad, y_out)  # never back up the page
@@ -407,6 +415,26 @@ def detour(
             for k in range(1, steps + (number < 2))
         ]
     return [*samples[: before + 1], *way, *samples[after:]], set(range(piece_in, piece_out + 1))
+
+
+# How far a way round a title keeps from it.
+_DETOUR_PAD = 2 * MARGIN + 0.5
+
+
+def _extent(points: Iterable[tuple[float, float]]) -> Box:
+    """The smallest box holding ``points``."""
+    xs, ys = zip(*points, strict=True)
+    return Box(min(xs), min(ys), max(xs), max(ys))
+
+
+def _overlap(box: Box, other: Box, margin: float) -> bool:
+    """Whether ``box`` grown by ``margin`` on every side meets ``other``."""
+    return (
+        box.left - margin <= other.right
+        and other.left <= box.right + margin
+        and box.bottom - margin <= other.top
+        and other.bottom <= box.top + margin
+    )
 
 
 def _piece(samples: list[tuple[float, float, int]], index: int) -> int:
