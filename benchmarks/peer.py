@@ -21,6 +21,7 @@ TASKS = (
     "torchview-meta",
     "torchinfo-meta",
     "export-span",
+    "export-one-layer",
     "trace-span",
     "onnx-bare",
     "save-checkpoint",
@@ -85,6 +86,16 @@ def export_span(args: argparse.Namespace) -> float:
     model = build(args, "meta")
     torch.export.export(model, (), inputs("meta", with_mask=True, batch=2), strict=False)
     return time.perf_counter() - start
+
+
+def export_one_layer(args: argparse.Namespace) -> None:
+    """The least torch.export work a tool that exports this model does: its imports, the model with one
+    layer on the meta device, one export at a fixed size. Its peak memory is the floor of any such tool."""
+    import torch
+
+    args.layers = 1
+    model = build(args, "meta")
+    torch.export.export(model, (), inputs("meta", with_mask=False, batch=2), strict=False)
 
 
 def trace_span(args: argparse.Namespace) -> float:
@@ -155,6 +166,8 @@ def main() -> None:
         torchinfo_table(args)
     elif args.task == "export-span":
         print(f"{export_span(args):.4f}")
+    elif args.task == "export-one-layer":
+        export_one_layer(args)
     elif args.task == "trace-span":
         print(f"{trace_span(args):.4f}")
     elif args.task == "onnx-bare":

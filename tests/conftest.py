@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 
     from bertgraph.model import ModelSpec
 
+# Two workers share two cores: each worker's torch, and every command it starts, computes on one
+# thread, so no intra-op thread spins at a barrier waiting for a peer the other worker descheduled.
+# (Set before torch is first imported, which reads it once.)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # No test reaches a real Hub: fetching is off, and the endpoint is a closed local port. Tests of
 # fetching (tests/test_hub.py) turn it on against a server of their own on 127.0.0.1.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -157,13 +163,32 @@ def tiny_graph(family_dirs: dict[str, Path]) -> Callable[[str, str], tuple[Model
 def real_vits(tmp_path_factory: pytest.TempPathFactory) -> nx.DiGraph:
     """VITS (text to speech, no record) traced once from its small config, past the graph cache.
 
-    Its trace takes about half a minute; the tests that read it share the ``vits`` worker group.
-    They must not change the graph.
+    Its wavenets, vocoder and prior flows are cut to one of each (the shrink's config took four
+    exports of 1,645 ops, half a minute): what the tests read is each kind's shape and the duration
+    predictor's four flows. The tests that read it share the ``vits`` worker group and must not
+    change the graph.
     """
     from bertgraph.model.families.generic import small_config
 
+    config = small_config(
+        "vits",
+        num_hidden_layers=1,
+        posterior_encoder_num_wavenet_layers=1,
+        prior_encoder_num_wavenet_layers=1,
+        prior_encoder_num_flows=2,
+        depth_separable_num_layers=1,
+        upsample_initial_channel=32,
+        upsample_rates=[4],
+        upsample_kernel_sizes=[8],
+        resblock_kernel_sizes=[3],
+        resblock_dilation_sizes=[[1]],
+        flow_size=16,
+        spectrogram_bins=33,
+        duration_predictor_filter_channels=32,
+    )
+    assert config["duration_predictor_num_flows"] == 4
     folder = tmp_path_factory.mktemp("vits")
-    (folder / "config.json").write_text(json.dumps(small_config("vits"), default=str))
+    (folder / "config.json").write_text(json.dumps(config, default=str))
     return bertgraph.trace(str(folder), cache=False).graph
 
 

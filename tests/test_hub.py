@@ -18,6 +18,7 @@ import pytest
 
 import bertgraph
 from bertgraph.cli import main
+from bertgraph.model import hub as hub_module
 from tests.family_configs import TINY
 from tests.helpers import one_line_error
 from tests.hub_server import HubServer, SilentServer, closed_port_url, folder_files
@@ -38,6 +39,7 @@ def hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_DOWNLOAD_TIMEOUT", raising=False)
+    monkeypatch.delenv("BERTGRAPH_HUB_TIMEOUT", raising=False)
     return home
 
 
@@ -557,13 +559,14 @@ def _timed_run(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.
 def test_a_server_that_never_answers_ends_the_run_in_one_line(hf_home: Path) -> None:
     silent = SilentServer()
     try:
-        seconds, done = _timed_run(["summary", BERT], {"HF_ENDPOINT": silent.url})
+        # each request waits HF_HUB_DOWNLOAD_TIMEOUT seconds (10 unless set), as huggingface_hub's own do
+        seconds, done = _timed_run(["summary", BERT], {"HF_ENDPOINT": silent.url, "HF_HUB_DOWNLOAD_TIMEOUT": "2"})
     finally:
         silent.stop()
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
     assert f"bertgraph: error: no answer from {silent.url} in time while fetching {BERT}" in done.stderr
-    assert seconds < 30 and not hf_home.exists()
+    assert 2 <= seconds < 12 and not hf_home.exists()
 
 
 @pytest.mark.slow
@@ -571,13 +574,30 @@ def test_a_server_that_stops_answering_midway_is_cut_off(
     hub: HubServer, hf_home: Path, checkpoints: dict[str, tuple[Path, int]]
 ) -> None:
     """The file list and config answered, the index's HEAD never: huggingface_hub would retry for minutes;
-    the fetch ends at 25 s."""
+    the fetch ends at BERTGRAPH_HUB_TIMEOUT (25 s unless set), whatever each request's own timeout."""
     _publish(hub, BERT, checkpoints["bert"][0])
     hub.repo(BERT).stall.add("model.safetensors.index.json")
-    seconds, done = _timed_run(["summary", BERT], {"HF_ENDPOINT": hub.url})
+    seconds, done = _timed_run(["summary", BERT], {"HF_ENDPOINT": hub.url, "BERTGRAPH_HUB_TIMEOUT": "4"})
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-    assert f"bertgraph: error: no answer from {hub.url} within 25 s while fetching {BERT}" in done.stderr
-    assert seconds < 30 and not hf_home.exists(), _everything(hf_home)
+    assert f"bertgraph: error: no answer from {hub.url} within 4 s while fetching {BERT}" in done.stderr
+    assert 4 <= seconds < 14 and not hf_home.exists(), _everything(hf_home)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "nan", "inf", "3601"])
+def test_a_fetch_limit_that_is_no_number_of_seconds_is_one_line(
+    hub: HubServer, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BERTGRAPH_HUB_TIMEOUT", value)
+    error = one_line_error(["summary", BERT], capsys)
+    assert f"BERTGRAPH_HUB_TIMEOUT={value!r} is not a number of seconds" in error
+    assert "unset it for 25 s" in error and not hub.requests
+
+
+def test_the_whole_fetch_is_cut_off_at_25_s_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BERTGRAPH_HUB_TIMEOUT", raising=False)
+    assert hub_module.fetch_seconds() == 25.0
+    monkeypatch.setenv("BERTGRAPH_HUB_TIMEOUT", " 60 ")
+    assert hub_module.fetch_seconds() == 60.0
 
 
 # --- every command that names a model ---------------------------------------------------------

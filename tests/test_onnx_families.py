@@ -161,7 +161,9 @@ def test_export_is_verified_for_every_output(exported: Exported) -> None:
         found = dict(re.findall(r"(\w+) (\d\.\d+e[-+]\d+)", line.split("PyTorch|", 1)[1]))
         assert set(found) == set(names), line
         assert all(float(diff) <= TOLERANCE for diff in found.values()), line
-    assert "torch.export (dynamo)" in exported.report
+    # non-strict: torch.onnx's first capture, twice as fast as the strict one it falls back to (which
+    # BART took while the wrapper read its final_logits_bias off the model, not through itself)
+    assert "torch.export (dynamo), non-strict capture" in exported.report
     print(_figures(exported.model_type, exported.spec.head, exported.report))  # shown with pytest -rP
 
 

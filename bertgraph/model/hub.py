@@ -13,7 +13,7 @@ model once fetched costs what a preset costs. Otherwise it is fetched (:func:`lo
    the weights, never a ``.py`` file. The headers are validated as a local file's are and kept
    in the cache's assets folder (``$HF_HOME/assets/bertgraph/models--org--name/COMMIT.json``).
 
-The fetch runs in a child process that is killed after :data:`FETCH_SECONDS`, so no
+The fetch runs in a child process that is killed after :func:`fetch_seconds`, so no
 server, however silent, holds a command longer; every failure is one line, and whatever
 the fetch added to the cache is taken back (:class:`_CacheChanges`), so the next run starts
 clean. ``HF_HUB_OFFLINE`` (or ``--offline``) forbids fetching; ``HF_ENDPOINT``,
@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -53,7 +54,8 @@ HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+?)(?:@(?P<revision>[\w
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 DEFAULT_REVISION = "main"
 DEFAULT_ENDPOINT = "https://huggingface.co"
-FETCH_SECONDS = 25.0  # the whole fetch, from starting the child to the last header
+FETCH_SECONDS = 25.0  # the whole fetch, from starting the child to the last header (BERTGRAPH_HUB_TIMEOUT overrides)
+MAX_FETCH_SECONDS = 3600.0
 REQUEST_SECONDS = 10.0  # one request, within what is left of the above (HF_HUB_DOWNLOAD_TIMEOUT overrides)
 FIRST_BYTES = 100_000  # the first request for a header (huggingface_hub's guess: 97 % of headers fit)
 PARALLEL_HEADERS = 8  # headers fetched at once (a 163-shard model)
@@ -312,8 +314,29 @@ def _repo_lock(repo_id: str) -> Iterator[None]:
         yield
 
 
+def fetch_seconds() -> float:
+    """How long a whole fetch may take: ``BERTGRAPH_HUB_TIMEOUT`` seconds, else :data:`FETCH_SECONDS`.
+
+    A slow link fetching many shards' headers needs longer; a script that must fail fast, less.
+    """
+    raw = os.environ.get("BERTGRAPH_HUB_TIMEOUT", "").strip()
+    if not raw:
+        return FETCH_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_FETCH_SECONDS:  # also false for nan
+        raise HubError(
+            f"BERTGRAPH_HUB_TIMEOUT={raw[:40]!r} is not a number of seconds above 0 and at most "
+            f"{MAX_FETCH_SECONDS:g}; set it to, say, 60, or unset it for {FETCH_SECONDS:g} s"
+        )
+    return seconds
+
+
 def _fetch(reference: HubReference) -> None:
-    """Fetch in a child process (:func:`fetch_main`), killed after :data:`FETCH_SECONDS`."""
+    """Fetch in a child process (:func:`fetch_main`), killed after :func:`fetch_seconds`."""
+    seconds = fetch_seconds()
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     if root not in _site_folders():  # a source tree: the child imports this very bertgraph
@@ -328,15 +351,15 @@ def _fetch(reference: HubReference) -> None:
         "from bertgraph.model.hub import fetch_main; fetch_main()",
         reference.repo_id,
         reference.asked,
-        str(FETCH_SECONDS),
+        str(seconds),
     ]
     try:
         done = subprocess.run(
-            command, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=FETCH_SECONDS, check=False
+            command, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=seconds, check=False
         )
     except subprocess.TimeoutExpired:
         raise HubError(
-            f"no answer from {endpoint()} within {FETCH_SECONDS:g} s while fetching {reference}; check the network "
+            f"no answer from {endpoint()} within {seconds:g} s while fetching {reference}; check the network "
             "and HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use only models in the cache"
         ) from None
     lines = done.stdout.decode("utf-8", "replace").strip().splitlines()

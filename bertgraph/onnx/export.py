@@ -466,6 +466,10 @@ class ExportableModel(torch.nn.Module):
             self.register_parameter(name, parameter)
         for name, buffer in model.named_buffers(recurse=False):
             self.register_buffer(name, buffer)
+        # The model's own tensors outside its children (BART's ``final_logits_bias``)
+        self.own_tensors = tuple(name for name, _ in model.named_parameters(recurse=False)) + tuple(
+            name for name, _ in model.named_buffers(recurse=False)
+        )
         self.train(model.training)
 
     def forward(
@@ -486,7 +490,14 @@ class ExportableModel(torch.nn.Module):
             "decoder_attention_mask": decoder_attention_mask,
         }
         inputs = {name: value for name, value in given.items() if value is not None}
-        result = self.wrapped.forward(**inputs, return_dict=True)
+        if self.own_tensors:
+            # are read through the wrapper, where torch.export swaps in its tracing tensors: read off the
+            # model itself they are constants the non-strict capture refuses ("a fake tensor in the exported
+            # program constant's list"), and torch.onnx falls back to the strict capture, twice as slow.
+            own = {name: getattr(self, name) for name in self.own_tensors}
+            result = torch.func.functional_call(self.wrapped, own, (), {**inputs, "return_dict": True})
+        else:
+            result = self.wrapped.forward(**inputs, return_dict=True)
         return tuple(result[name] for name in self.output_names)
 
 
@@ -560,7 +571,13 @@ def _export(
         return None, f"TorchScript exporter (fallback: torch.export failed: {reason})"
     if program is None:  # only the TorchScript exporter returns nothing
         raise OnnxError(f"torch.onnx.export returned no program for {spec.model_class}")
-    return program.model, f"torch.export (dynamo), torch {torch.__version__}"
+    capture = _CAPTURES.get(str(getattr(program, "_capture_strategy", "")), "")
+    return program.model, f"torch.export (dynamo){capture}, torch {torch.__version__}"
+
+
+# How torch.onnx captured the model: it tries the non-strict capture first and falls back to the
+# strict one (TorchDynamo), about twice as slow, when that fails.
+_CAPTURES = {"TorchExportNonStrictStrategy": ", non-strict capture", "TorchExportStrictStrategy": ", strict capture"}
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
