@@ -93,8 +93,7 @@ def export_one_layer(args: argparse.Namespace) -> None:
     layer on the meta device, one export at a fixed size. Its peak memory is the floor of any such tool."""
     import torch
 
-    args.layers = 1
-    model = build(args, "meta")
+    model = build(argparse.Namespace(**{**vars(args), "layers": 1}), "meta")
     torch.export.export(model, (), inputs("meta", with_mask=False, batch=2), strict=False)
 
 

@@ -466,10 +466,9 @@ class ExportableModel(torch.nn.Module):
             self.register_parameter(name, parameter)
         for name, buffer in model.named_buffers(recurse=False):
             self.register_buffer(name, buffer)
-        # The model's own tensors outside its children (BART's ``final_logits_bias``)
-        self.own_tensors = tuple(name for name, _ in model.named_parameters(recurse=False)) + tuple(
-            name for name, _ in model.named_buffers(recurse=False)
-        )
+        # The model's own tensors, outside its children (BART's ``final_logits_bias``): ``forward``
+        # hands them to the model from the wrapper.
+        self.own_tensors = tuple(self._parameters) + tuple(self._buffers)
         self.train(model.training)
 
     def forward(
@@ -491,9 +490,9 @@ class ExportableModel(torch.nn.Module):
         }
         inputs = {name: value for name, value in given.items() if value is not None}
         if self.own_tensors:
-            # are read through the wrapper, where torch.export swaps in its tracing tensors: read off the
-            # model itself they are constants the non-strict capture refuses ("a fake tensor in the exported
-            # program constant's list"), and torch.onnx falls back to the strict capture, twice as slow.
+            # torch.export swaps its tracing tensors in for the wrapper's, not the model's: read off the model
+            # itself, its own tensors are constants the non-strict capture refuses ("a fake tensor in the
+            # exported program constant's list"), and torch.onnx falls back to the strict capture, twice as slow.
             own = {name: getattr(self, name) for name in self.own_tensors}
             result = torch.func.functional_call(self.wrapped, own, (), {**inputs, "return_dict": True})
         else:
@@ -540,6 +539,11 @@ def _check_opset(opset: int | None) -> None:
         )
 
 
+# How torch.onnx captured the model: it tries the non-strict capture first and falls back to the
+# strict one (TorchDynamo), about twice as slow, when that fails.
+_CAPTURES = {"TorchExportNonStrictStrategy": ", non-strict capture", "TorchExportStrictStrategy": ", strict capture"}
+
+
 def _export(
     wrapper: ExportableModel, spec: ModelSpec, opset: int | None, exporter: str, say: Progress
 ) -> tuple[ir.Model | None, str]:
@@ -573,11 +577,6 @@ def _export(
         raise OnnxError(f"torch.onnx.export returned no program for {spec.model_class}")
     capture = _CAPTURES.get(str(getattr(program, "_capture_strategy", "")), "")
     return program.model, f"torch.export (dynamo){capture}, torch {torch.__version__}"
-
-
-# How torch.onnx captured the model: it tries the non-strict capture first and falls back to the
-# strict one (TorchDynamo), about twice as slow, when that fails.
-_CAPTURES = {"TorchExportNonStrictStrategy": ", non-strict capture", "TorchExportStrictStrategy": ", strict capture"}
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
