@@ -57,13 +57,14 @@ _GRAPHS: dict[str, nx.DiGraph] = {}
 
 @pytest.fixture(scope="session")
 def family_graph(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], nx.DiGraph]:
-    """``family_graph(model_type)``: the base model of a tiny config, traced with its facts once per session."""
+    """``family_graph(model_type)``: the base model of a tiny config with its facts, once per session
+    (through the run's shared graph cache: the workers trace each type once between them)."""
 
     def get(model_type: str) -> nx.DiGraph:
         if model_type not in _GRAPHS:
             folder = tmp_path_factory.mktemp(f"facts-{model_type}")
             (folder / "config.json").write_text(json.dumps(TINY[model_type]))
-            _GRAPHS[model_type] = bertgraph.trace(str(folder), cache=False).graph
+            _GRAPHS[model_type] = bertgraph.trace(str(folder)).graph
         return _GRAPHS[model_type]
 
     return get

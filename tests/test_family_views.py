@@ -15,31 +15,25 @@ import pytest
 from bertgraph.api import Architecture
 from bertgraph.graph import roles, stats, views
 from bertgraph.graph import schema as g
-from bertgraph.model import MODEL_TYPES, resolve
+from bertgraph.model import MODEL_TYPES
 from bertgraph.render import dot, families, mermaid
 from bertgraph.render.diagram import build_diagram
 from bertgraph.render.families import build_families, kinds_of, table_rows
 from bertgraph.render.figures import count
-from bertgraph.tracing import trace
 from tests.family_configs import TINY
 from tests.mermaid_browser import browser_available, render_mermaid, svg_text
 
 pytestmark = pytest.mark.xdist_group("family_views")  # its fixtures are built once, on one worker
 
-_GRAPHS: dict[str, nx.DiGraph] = {}
 _BERT_CLASS = re.compile(r"\bBert[A-Z]\w*")
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], nx.DiGraph]:
-    """``tiny(model_type)``: the base model of the tiny config, traced once per module."""
+@pytest.fixture(scope="session")
+def tiny(tiny_graph: Callable[[str, str], tuple[object, nx.DiGraph]]) -> Callable[[str], nx.DiGraph]:
+    """``tiny(model_type)``: the base model of the tiny config, the session's shared trace (never changed here)."""
 
     def get(model_type: str) -> nx.DiGraph:
-        if model_type not in _GRAPHS:
-            folder = tmp_path_factory.mktemp(model_type)
-            (folder / "config.json").write_text(json.dumps(TINY[model_type]))
-            _GRAPHS[model_type] = trace(resolve(str(folder), "base"))
-        return _GRAPHS[model_type]
+        return tiny_graph(model_type, "base")[1]
 
     return get
 

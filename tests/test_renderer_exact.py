@@ -123,9 +123,11 @@ def test_what_a_trace_leaves_is_frozen_and_the_exit_freezes_the_rest(monkeypatch
     import atexit
     import gc
 
+    from bertgraph.tracing import collector
+
     registered: list[object] = []
     monkeypatch.setattr(atexit, "register", registered.append)
-    monkeypatch.setattr(renderer, "_FREEZE_REGISTERED", [])
+    monkeypatch.setattr(collector, "_EXIT_REGISTERED", [])
     before = gc.get_freeze_count()
     keep: list[list[int]] = [[] for _ in range(100)]
     try:
@@ -133,9 +135,9 @@ def test_what_a_trace_leaves_is_frozen_and_the_exit_freezes_the_rest(monkeypatch
         assert gc.get_freeze_count() >= before + 100
         renderer._set_aside_what_lives_on()
         assert registered == [gc.freeze]  # once
-        assert renderer._FREEZE_REGISTERED == [True]
+        assert collector._SET_ASIDE == [True]  # the next trace knows it without counting
     finally:
-        gc.unfreeze()
+        collector.hand_back()
     assert len(keep) == 100
 
 

@@ -16,9 +16,7 @@ Drawings of one model at several depths, themes and formats share their views: e
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import gc
 import hashlib
 import json
 import os
@@ -44,7 +42,6 @@ _GRAPHS: dict[str, nx.DiGraph] = {}
 _GRAPHS_LOCK = threading.Lock()
 _VIEWS = KeptViews()  # the memoised graphs are never changed, so their views can be kept
 _CODE: list[str] = []
-_FREEZE_REGISTERED: list[bool] = []
 _LAYOUT_WORKERS = min(4, os.cpu_count() or 1)  # Graphviz runs beside the Python work of the next diagrams
 # The folders whose code shapes a drawing (the graph code is in the graph cache key).
 _DRAWING_CODE = ("render", "render/assets", "docs")
@@ -89,10 +86,9 @@ def _set_aside_what_lives_on() -> None:
     objects are not visited (``gc.freeze``); they are still freed as their modules are torn
     down. Objects made after the last trace are frozen at exit.
     """
-    gc.freeze()
-    if not _FREEZE_REGISTERED:
-        atexit.register(gc.freeze)
-        _FREEZE_REGISTERED.append(True)
+    from bertgraph.tracing import collector
+
+    collector.set_aside()
 
 
 def _code_digest() -> str:

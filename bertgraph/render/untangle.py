@@ -128,28 +128,36 @@ def placed_titles(layout: dict[str, Any], drawn: list[Route] | None = None) -> d
 
     A title no stretch of its band holds stays where it was; its crossing edges are routed anew.
     """
-    occupied: list[Box] = []
-    for _, _, points in routes(layout) if drawn is None else drawn:
-        occupied += [Box(x, y, x, y) for x, y in points]
-    occupied += _node_boxes(layout)
-    for edge in layout.get("edges", []):
-        occupied += list(_text_spans(edge.get("_ldraw_", [])))
+    titles = title_boxes(layout)
+    # only the bands beside a title are read: a route's points elsewhere are never filed (bert-large
+    # unfolded has half a million of them)
+    wanted = {band for box in titles.values() for band in _bands_beside(box)}
     filed: dict[int, list[Box]] = {}
-    for thing in occupied:
+    for _, _, points in routes(layout) if drawn is None else drawn:
+        for x, y in points:
+            band = int(y // _BAND)
+            if band in wanted:
+                filed.setdefault(band, []).append(Box(x, y, x, y))
+    others = _node_boxes(layout)
+    for edge in layout.get("edges", []):
+        others += list(_text_spans(edge.get("_ldraw_", [])))
+    for thing in others:
         for band in range(int(thing.bottom // _BAND), int(thing.top // _BAND) + 1):
-            filed.setdefault(band, []).append(thing)
+            if band in wanted:
+                filed.setdefault(band, []).append(thing)
     frames = {str(item["name"]): item for item in layout.get("objects", []) if "bb" in item and "name" in item}
     placed = {}
-    for name, box in title_boxes(layout).items():
+    for name, box in titles.items():
         left, _, right, _ = (float(v) for v in str(frames[name]["bb"]).split(","))
-        near = {
-            id(thing): thing
-            for band in range(int((box.bottom - 4 * MARGIN) // _BAND), int((box.top + 4 * MARGIN) // _BAND) + 1)
-            for thing in filed.get(band, [])
-        }
+        near = {id(thing): thing for band in _bands_beside(box) for thing in filed.get(band, [])}
         within = [o for o in near.values() if o.top >= box.bottom - MARGIN and o.bottom <= box.top + MARGIN]
         placed[name] = _clear_stretch(box, sorted(within), left + 8, right - 8)
     return placed
+
+
+def _bands_beside(box: Box) -> range:
+    """The bands a title's clear space reaches."""
+    return range(int((box.bottom - 4 * MARGIN) // _BAND), int((box.top + 4 * MARGIN) // _BAND) + 1)
 
 
 def _clear_stretch(box: Box, band: list[Box], left: float, right: float) -> Box:

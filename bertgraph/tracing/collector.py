@@ -17,25 +17,53 @@ cycles: there ``settle`` collects them first, the one walk of torch's objects it
 (about 0.3 s of CPU), and the export then fills their memory instead of new pages — a cold
 ``render`` of bert-base peaks 8 MB lower. A process whose collector runs (the API, the docs
 builders, the tests, which trace hundreds of models) keeps the walk for its own schedule.
+
+Each block ends with a collection of the youngest generation only: the collector was held off,
+so that generation holds exactly what the block made (a full collection would walk everything
+the process made since, every trace again). The docs builders freeze what lives on after each
+trace for good (:func:`set_aside`); this module remembers that, because counting what is frozen
+(``gc.get_freeze_count``) walks every frozen object, millions of them once torch is imported.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+# Whether bertgraph froze objects for good (set_aside): what is frozen then is not ours to hand back.
+_SET_ASIDE: list[bool] = []
+_EXIT_REGISTERED: list[bool] = []
+
+
+def set_aside() -> None:
+    """Freeze what lives now for good, and once more at exit: later collections and the interpreter's
+    last ones never walk it again (objects are still freed by reference counting)."""
+    gc.freeze()
+    _SET_ASIDE[:] = [True]
+    if not _EXIT_REGISTERED:
+        atexit.register(gc.freeze)
+        _EXIT_REGISTERED.append(True)
+
+
+def hand_back() -> None:
+    """Unfreeze everything, what :func:`set_aside` froze too: the collector walks it all again."""
+    gc.unfreeze()
+    _SET_ASIDE.clear()
+
 
 @contextmanager
 def paused() -> Iterator[Callable[[], None]]:
-    """No automatic collection inside the block, one collection after it; yields ``settle``.
+    """No automatic collection inside the block, one collection of what it made after it; yields ``settle``.
 
     A collector that was off stays off: ``settle`` collects what importing left before setting
     the rest aside, and leaving collects what came after. Objects someone else froze stay
-    frozen (then ``settle`` does nothing and the last collection walks everything not frozen).
+    frozen (then ``settle`` does nothing).
     """
     was_enabled = gc.isenabled()
-    own_freeze = gc.get_freeze_count() == 0
+    # Counting walks every frozen object: not when bertgraph knows it froze them itself.
+    own_freeze = not _SET_ASIDE and gc.get_freeze_count() == 0
     frozen = False
 
     def settle() -> None:
@@ -51,7 +79,7 @@ def paused() -> Iterator[Callable[[], None]]:
         yield settle
     finally:
         if was_enabled or frozen:
-            gc.collect()
+            gc.collect(0)  # held off, the youngest generation is what the block made
         if frozen:
             gc.unfreeze()
         if was_enabled:

@@ -12,6 +12,7 @@ dynamic-shape export as the last fallback.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import linecache
@@ -736,6 +737,11 @@ def parameter_table(model: torch.nn.Module) -> list[dict[str, Any]]:
 
 def versions() -> dict[str, str]:
     """Versions that change what a trace produces (also part of the graph cache key)."""
+    return dict(_installed_versions())
+
+
+@functools.cache  # installed versions do not change under a running process; each lookup reads the disk
+def _installed_versions() -> tuple[tuple[str, str], ...]:
     from bertgraph.version import __version__
 
     found = {"bertgraph": __version__, "python": ".".join(map(str, sys.version_info[:2]))}
@@ -744,4 +750,4 @@ def versions() -> dict[str, str]:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             found[package] = "absent"
-    return found
+    return tuple(found.items())
