@@ -36,16 +36,6 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """What collecting imported (torch, transformers, every test module) lives to the end: set it aside
-    as a docs build does after a trace (``collector.set_aside``), so the collector's walks of the oldest
-    generation, 60 to 130 a worker, skip those millions of objects."""
-    from bertgraph.tracing import collector
-
-    collector.set_aside()
-
-
 TINY_CONFIG = {
     "vocab_size": 99,
     "hidden_size": 32,

@@ -20,12 +20,9 @@ class _Cycle:
 def collecting() -> Iterator[None]:
     """The collector on and nothing frozen, as in a fresh process; restored afterwards."""
     was = gc.isenabled()
-    set_aside = bool(collector._SET_ASIDE)
     gc.enable()
-    collector.hand_back()  # the session, or a docs build in this process, may have set objects aside
+    collector.hand_back()  # a docs build in this process may have set torch's objects aside
     yield
-    if set_aside:
-        collector.set_aside()
     if was:  # a test may have turned it off: the next test in this worker finds it as it was
         gc.enable()
     else:

@@ -128,8 +128,6 @@ def test_what_a_trace_leaves_is_frozen_and_the_exit_freezes_the_rest(monkeypatch
     registered: list[object] = []
     monkeypatch.setattr(atexit, "register", registered.append)
     monkeypatch.setattr(collector, "_EXIT_REGISTERED", [])
-    set_aside = bool(collector._SET_ASIDE)  # the session sets aside what collecting imported
-    collector.hand_back()
     before = gc.get_freeze_count()
     keep: list[list[int]] = [[] for _ in range(100)]
     try:
@@ -140,8 +138,6 @@ def test_what_a_trace_leaves_is_frozen_and_the_exit_freezes_the_rest(monkeypatch
         assert collector._SET_ASIDE == [True]  # the next trace knows it without counting
     finally:
         collector.hand_back()
-        if set_aside:
-            collector.set_aside()
     assert len(keep) == 100
 
 
