@@ -29,9 +29,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 # A test process keeps millions of objects to its end. With the collector's default, a walk of the
 # youngest generation every 700 allocations, the short-lived objects of each test's work survive into
-# the older generations, whose walks then cover the whole heap (140 a worker, 18 s of its CPU). A walk
-# every 10,000 lets them die young: the suite's collections took 10 s a worker instead of 28, its wall
-# time 412 s instead of 481. What the tests run is unchanged; the collector's own tests set its state.
+# the older generations, whose walks then cover the whole heap (up to 140 a worker, 18 s of its CPU). A
+# walk every 10,000 lets them die young: in the working tree's runs the collections took 10 s a worker
+# instead of 28, the suite 412 s instead of 481 (a fresh clone's CI run took as long either way; see
+# benchmarks/suite-time.md). What the tests run is unchanged; the collector's own tests set its state.
 gc.set_threshold(10_000, 10, 10)
 
 # No test reaches a real Hub: fetching is off, and the endpoint is a closed local port. Tests of
