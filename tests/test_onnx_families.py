@@ -71,9 +71,9 @@ def _cases() -> list[Any]:
 
 
 def save_tiny(folder: Path, model_type: str, head: str, seed: int = 11, layers: int = 2) -> Path:
-    """A tiny random checkpoint of ``head`` saved with ``save_pretrained`` (safetensors), two layers deep."""
+    """A tiny random checkpoint of ``head`` saved with ``save_pretrained`` (safetensors), ``layers`` deep."""
     folder.mkdir(parents=True, exist_ok=True)
-    # two layers: torch.onnx's export time grows with every layer (see family_configs.shallow)
+    # two layers at most: torch.onnx's export time grows with every layer (see family_configs.shallow)
     config = shallow(model_type, {**TINY[model_type], **TINY_FIXES.get(model_type, {})}, layers)
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     spec = resolve(str(folder), head, seq_len=SEQ)
