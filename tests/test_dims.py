@@ -183,6 +183,45 @@ def test_tracing_exports_once_unless_a_size_is_ambiguous(monkeypatch: pytest.Mon
     assert shapes == [(2, 7), (3, 13), (2, 7), (3, 13)]
 
 
+def test_a_causal_convolution_sends_tracing_straight_to_the_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A convolution that pads ``kernel - 1`` positions (a hybrid's Mamba layer) holds ``seq + 3``,
+    which a single export cannot read: tracing takes the pair without trying the single export."""
+    import torch
+
+    from bertgraph.model.families.generic import small_config
+    from bertgraph.tracing import export
+
+    shapes: list[tuple[int, ...] | None] = []
+    real = export.export_program
+
+    def counted(model: Any, spec: ModelSpec, shape: tuple[int, ...] | None = None) -> Any:
+        shapes.append(shape)
+        return real(model, spec, shape)
+
+    (tmp_path / "config.json").write_text(json.dumps(small_config("nemotron_h"), default=str))
+    spec = resolve(str(tmp_path))
+    model = build_model(spec)
+    monkeypatch.setattr(export, "export_program", counted)
+    graph = trace_module(model, spec)
+    assert shapes == [(2, 7), (3, 13)]
+    assert any("seq + 3" in d[g.SHAPE] for _, d in graph.nodes(data=True) if g.SHAPE in d)
+    # The export it skips would have been refused.
+    own = own_sizes(spec.config, (parameter.shape for parameter in model.parameters()))
+    sizes = single_sizes(spec.dim_names, spec.max_positions or MAX_DYNAMIC, own)
+    assert sizes is not None
+    single = graph_from_program(real(model, spec, tuple(sizes[name] for name in spec.dim_names)), model, spec)
+    with pytest.raises(DimsError, match="close to seq"):
+        name_dims_once(single, sizes, known_sizes(own))
+    # Only a convolution that changes the length counts: "same" padding and strides do not.
+    shifts = export._shifts_the_sequence
+    assert shifts(torch.nn.Conv1d(4, 4, 4, padding=3)) and shifts(torch.nn.Conv1d(4, 4, 3, padding="valid"))
+    assert not shifts(torch.nn.Conv1d(4, 4, 3, padding=1)) and not shifts(torch.nn.Conv1d(4, 4, 3, padding="same"))
+    assert not shifts(torch.nn.Conv1d(4, 4, 5, padding=4, dilation=2))
+    assert not shifts(torch.nn.Conv1d(4, 4, 2, stride=2)) and not shifts(torch.nn.Linear(4, 4))
+
+
 def test_one_trace_reads_a_size_only_when_it_has_one_reading() -> None:
     sizes = {"batch": 47, "seq": 37}
     known = known_sizes(own_sizes({"hidden_size": 768, "num_attention_heads": 12}, []))

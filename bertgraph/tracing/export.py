@@ -205,7 +205,7 @@ def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta")
     """
     own = own_sizes(spec.config, (parameter.shape for parameter in model.parameters()))
     sizes = single_sizes(spec.dim_names, spec.max_positions or MAX_DYNAMIC, own)
-    if sizes is not None:
+    if sizes is not None and not _shifts_the_sequence(model):
         shape = tuple(sizes[name] for name in spec.dim_names)
         graph = graph_from_program(export_program(model, spec, shape), model, spec, weights=weights)
         try:
@@ -213,6 +213,22 @@ def trace_module(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta")
         except DimsError:
             pass
     return trace_module_twice(model, spec, weights)
+
+
+def _shifts_the_sequence(model: torch.nn.Module) -> bool:
+    """Whether a 1-d convolution's output is longer or shorter than its input: a causal
+    convolution (Mamba's, a linear attention's) pads ``kernel - 1`` positions, so the single
+    trace would hold ``seq + 3``, which reads as a constant too and sends tracing to the pair
+    after a wasted export (a third of a hybrid model's trace)."""
+    import torch
+
+    for module in model.modules():
+        if not isinstance(module, torch.nn.Conv1d) or module.padding == "same" or module.stride != (1,):
+            continue
+        padding = 0 if module.padding == "valid" else module.padding[0]
+        if 2 * padding != module.dilation[0] * (module.kernel_size[0] - 1):
+            return True
+    return False
 
 
 def trace_module_twice(model: torch.nn.Module, spec: ModelSpec, weights: str = "meta") -> nx.DiGraph:
