@@ -325,11 +325,9 @@ def test_file_from_plain_torch_onnx_export_is_read(base_export: Export, tmp_path
 # --- determinism, external data, the legacy exporter ---------------------------------------------
 
 
-def test_reexport_is_byte_identical(base_export: Export, tmp_path: Path) -> None:
-    again = tmp_path / "again.onnx"
-    export_onnx_spec(base_export.spec, again, verify=False)
-    assert again.read_bytes() == base_export.path.read_bytes()
-    # Another process (another hash seed), through the command line.
+def test_reexport_in_another_process_is_byte_identical(base_export: Export, tmp_path: Path) -> None:
+    """Another process (another hash seed), through the command line; a second export in the same
+    process is checked by ``test_one_export_runs_without_the_collector_…``."""
     other = tmp_path / "other.onnx"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     command = [sys.executable, "-m", "bertgraph", "onnx", str(base_export.checkpoint), "--seq-len", str(TINY_SEQ)]
@@ -399,39 +397,26 @@ def test_verification_computes_on_one_thread_and_restores_pytorchs_setting(base_
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
 
 
-def test_the_exporter_runs_without_the_collector_or_stack_traces_and_both_come_back(
-    checkpoints: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """torch.onnx.export builds millions of objects: the collector waits, no op records its stack."""
-    import gc
-
-    import torch.fx.config
-
-    seen: list[tuple[bool, bool]] = []
-    real_export = torch.onnx.export
-
-    def export_watched(*args: Any, **kwargs: Any) -> Any:
-        seen.append((gc.isenabled(), torch.fx.config.do_not_emit_stack_traces))
-        return real_export(*args, **kwargs)
-
-    monkeypatch.setattr(torch.onnx, "export", export_watched)
-    spec = resolve(str(checkpoints["base"]), "base", seq_len=TINY_SEQ)
-    assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
-    result = export_onnx_spec(spec, tmp_path / "m.onnx")
-    assert result.verified and seen == [(False, True)]
-    assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
-
-
-def test_pytorch_runs_beside_the_write_and_onnxruntime_maps_the_file(
+def test_one_export_runs_without_the_collector_pytorch_beside_the_write_and_onnxruntime_on_the_file(
     base_export: Export, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The reference outputs come from a second thread during the write; verification opens the view."""
+    """torch.onnx.export builds millions of objects: the collector waits, no op records its stack, and
+    both come back. The reference outputs come from a second thread during the write; verification
+    opens the view. A second export in the same process is byte for byte the first."""
+    import gc
     import threading
+
+    import torch.fx.config
 
     from bertgraph.onnx import export
 
     seen: dict[str, Any] = {}
     real_reference, real_save, real_parity = export.reference_outputs, export._save, export.verify_parity
+    real_export = torch.onnx.export
+
+    def export_watched(*args: Any, **kwargs: Any) -> Any:
+        seen["exporter"] = (gc.isenabled(), torch.fx.config.do_not_emit_stack_traces)
+        return real_export(*args, **kwargs)
 
     def reference(*args: Any, **kwargs: Any) -> Any:
         seen["reference thread"] = threading.current_thread().name
@@ -449,8 +434,11 @@ def test_pytorch_runs_beside_the_write_and_onnxruntime_maps_the_file(
     monkeypatch.setattr(export, "reference_outputs", reference)
     monkeypatch.setattr(export, "_save", save)
     monkeypatch.setattr(export, "verify_parity", parity)
+    monkeypatch.setattr(torch.onnx, "export", export_watched)
+    assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
     result = export_onnx_spec(base_export.spec, tmp_path / "m.onnx")
-    assert result.verified
+    assert result.verified and seen["exporter"] == (False, True)
+    assert gc.isenabled() and not torch.fx.config.do_not_emit_stack_traces
     assert seen["save thread"] == "MainThread" and seen["reference thread"].startswith("bertgraph-reference")
     assert seen["saved"] == ("m.onnx", "m.check.onnx") and seen["verified"] == "m.check.onnx"
     assert (tmp_path / "m.onnx").read_bytes() == base_export.path.read_bytes()
