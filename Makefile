@@ -43,13 +43,16 @@ tests/drawio/node_modules/mxgraph/package.json: tests/drawio/package-lock.json
 gallery: python
 	$(BIN)/bertgraph gallery -o outputs
 
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, as container
+# images set it): the suite starts Python a few hundred times (the command line, Sphinx, MkDocs), and
+# each would compile bertgraph again, and each worker rewrite the tests' assertions again.
 test: python
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 # The test suite with every family × head ONNX export (the default exports each head of each
 # structure and each family at least once).
 test-full: python
-	BERTGRAPH_FULL_MATRIX=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	PYTHONDONTWRITEBYTECODE= BERTGRAPH_FULL_MATRIX=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 # Every text model type of the pinned transformers through the generic record (built, traced, total exact,
 # drawn acyclic): benchmarks/reach.csv and reach.md. Each type in a process of its own; it takes a while.

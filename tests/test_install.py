@@ -93,7 +93,11 @@ def _link_distribution(name: str, env_dir: Path) -> None:
 @pytest.mark.onnx
 def test_base_install_exports_and_verifies_onnx(tmp_path: Path) -> None:
     source = tmp_path / "source"  # a copy: pip builds in the source tree
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "node_modules", "outputs"))
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "node_modules", "outputs", "__pycache__"),
+    )
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
