@@ -22,6 +22,7 @@ TASKS = (
     "torchinfo-meta",
     "export-span",
     "export-one-layer",
+    "imports-only",
     "trace-span",
     "onnx-bare",
     "save-checkpoint",
@@ -97,6 +98,16 @@ def export_one_layer(args: argparse.Namespace) -> None:
     torch.export.export(model, (), inputs("meta", with_mask=False, batch=2), strict=False)
 
 
+def imports_only(args: argparse.Namespace) -> None:
+    """What any tool that exports this model and keeps a networkx graph imports, and nothing run:
+    torch, transformers with the model's class, and networkx (torch.export imports it too)."""
+    import networkx  # noqa: F401
+    import torch.export  # noqa: F401
+    import transformers
+
+    getattr(transformers, HEADS[args.head])
+
+
 def trace_span(args: argparse.Namespace) -> float:
     """bertgraph's trace of the same model (build, export, graph): the seconds after the imports."""
     from bertgraph.model import resolve
@@ -167,6 +178,8 @@ def main() -> None:
         print(f"{export_span(args):.4f}")
     elif args.task == "export-one-layer":
         export_one_layer(args)
+    elif args.task == "imports-only":
+        imports_only(args)
     elif args.task == "trace-span":
         print(f"{trace_span(args):.4f}")
     elif args.task == "onnx-bare":
