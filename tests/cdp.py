@@ -1,9 +1,9 @@
 """Drive Debian's headless Chromium over the DevTools protocol, through a pipe (no browser download, no port).
 
 Chromium started with ``--remote-debugging-pipe`` reads protocol messages on file descriptor 3 and writes its answers
-on 4, each a JSON text ending in a NUL byte. :class:`Browser` starts it (with the flags of
-:mod:`tests.mermaid_browser`), opens one page and keeps every event it sends: console messages, exceptions, log
-entries and network requests, so a test can assert there were none it did not expect.
+on 4, each a JSON text ending in a NUL byte. :class:`Browser` starts it, opens one page and keeps every event it
+sends: console messages, exceptions, log entries and network requests, so a test can assert there were none it did
+not expect. The Mermaid harness (:mod:`tests.mermaid_browser`) keeps one for the whole test process.
 """
 
 from __future__ import annotations
@@ -11,14 +11,35 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from tests.mermaid_browser import _kill_group, chromium_path
+CHROMIUM_ENV = "BERTGRAPH_CHROMIUM"
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+
+
+def chromium_path() -> str | None:
+    """The Chromium executable to use: ``$BERTGRAPH_CHROMIUM`` if set, else the first one on PATH."""
+    override = os.environ.get(CHROMIUM_ENV)
+    if override:
+        return override if Path(override).is_file() else None
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _kill_group(pid: int) -> None:
+    # Started in a session of its own, so its whole process tree goes; it may have exited on its own.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 class BrowserError(RuntimeError):
@@ -28,7 +49,7 @@ class BrowserError(RuntimeError):
 class Browser:
     """One headless Chromium with one page; use as a context manager."""
 
-    def __init__(self, width: int = 1280, height: int = 800, timeout: float = 60) -> None:
+    def __init__(self, width: int = 1280, height: int = 800, timeout: float = 60, stderr: Path | None = None) -> None:
         chromium = chromium_path()
         if chromium is None:
             raise BrowserError("Chromium not found (apt-get install -y chromium)")
@@ -67,20 +88,27 @@ class Browser:
             os.dup2(to_browser_read, 3)  # dup2's copies are inherited by Chromium; the originals are not
             os.dup2(from_browser_write, 4)
 
+        errors: int | IO[bytes] = subprocess.DEVNULL if stderr is None else stderr.open("ab")
         self._process = subprocess.Popen(
             [chromium, *flags],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=errors,
             close_fds=False,  # Python's own descriptors are not inheritable (PEP 446); 3 and 4 must stay
             preexec_fn=onto_3_and_4,
             start_new_session=True,
         )
         os.close(to_browser_read)
         os.close(from_browser_write)
+        if not isinstance(errors, int):
+            errors.close()  # the browser holds its own copy
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.session = self._attach()
+        try:
+            self.session = self._attach()
+        except BaseException:
+            self.kill()  # a browser that never answered is not waited for
+            raise
 
     # --- protocol ---------------------------------------------------------------------
     def _read(self) -> None:
@@ -243,6 +271,15 @@ class Browser:
         except subprocess.TimeoutExpired:
             _kill_group(self._process.pid)
             self._process.wait()
+        os.close(self._to_browser)
+        self._reader.join(timeout=5)
+        os.close(self._from_browser)
+        self._profile.cleanup()
+
+    def kill(self) -> None:
+        """End the browser at once (one that stopped answering), its profile with it."""
+        _kill_group(self._process.pid)
+        self._process.wait()
         os.close(self._to_browser)
         self._reader.join(timeout=5)
         os.close(self._from_browser)
