@@ -264,22 +264,20 @@ class Browser:
         return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
 
     def close(self) -> None:
-        with contextlib.suppress(BrowserError):
+        with contextlib.suppress(BrowserError, OSError):
             self.send("Browser.close", session=False)
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            _kill_group(self._process.pid)
-            self._process.wait()
-        os.close(self._to_browser)
-        self._reader.join(timeout=5)
-        os.close(self._from_browser)
-        self._profile.cleanup()
+        self._end(wait=10)
 
     def kill(self) -> None:
         """End the browser at once (one that stopped answering), its profile with it."""
-        _kill_group(self._process.pid)
-        self._process.wait()
+        self._end(wait=0)
+
+    def _end(self, wait: float) -> None:
+        try:
+            self._process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            _kill_group(self._process.pid)
+            self._process.wait()
         os.close(self._to_browser)
         self._reader.join(timeout=5)
         os.close(self._from_browser)
