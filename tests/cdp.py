@@ -58,6 +58,7 @@ class Browser:
         self._replies: dict[int, dict[str, Any]] = {}
         self._changed = threading.Condition()
         self._next_id = 0
+        self._ended = False  # the browser closed its end of the pipe
         self._profile = tempfile.TemporaryDirectory(prefix="bertgraph-cdp-")
         flags = [
             "--headless",
@@ -117,6 +118,7 @@ class Browser:
             chunk = os.read(self._from_browser, 1 << 16)
             if not chunk:
                 with self._changed:
+                    self._ended = True  # the process may not be reaped yet: send() must not wait for it
                     self._changed.notify_all()
                 return
             buffer += chunk
@@ -149,7 +151,7 @@ class Browser:
         with self._changed:
             while ident not in self._replies:
                 left = deadline - time.monotonic()
-                if left <= 0 or self._process.poll() is not None:
+                if left <= 0 or self._ended or self._process.poll() is not None:
                     raise BrowserError(f"no answer to {method} within {self.timeout:.0f} s")
                 self._changed.wait(left)
             reply = self._replies.pop(ident)

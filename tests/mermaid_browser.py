@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import hashlib
 import json
 import re
 import tempfile
@@ -163,14 +164,15 @@ _BROWSERS: dict[str, Browser] = {}
 _FOLDER: list[tempfile.TemporaryDirectory[str]] = []
 
 
-def _stderr_file() -> Path:
+def _stderr_file(chromium: str) -> Path:
+    """Where the browser started from ``chromium`` writes its stderr: one file each."""
     if not _FOLDER:
         _FOLDER.append(tempfile.TemporaryDirectory(prefix="bertgraph-mermaid-browser-"))
-    return Path(_FOLDER[0].name) / "chromium-stderr.log"
+    return Path(_FOLDER[0].name) / f"stderr-{hashlib.sha256(chromium.encode()).hexdigest()[:12]}.log"
 
 
-def _said() -> str:
-    path = _stderr_file()
+def _said(chromium: str) -> str:
+    path = _stderr_file(chromium)
     return _tail(path.read_bytes()) if path.exists() else "(empty)"
 
 
@@ -187,17 +189,17 @@ def _browser(chromium: str, timeout: float) -> Browser:
     browser = _BROWSERS.get(chromium)
     if browser is None or browser._process.poll() is not None:
         _BROWSERS.pop(chromium, None)
-        _stderr_file().write_bytes(b"")
+        _stderr_file(chromium).write_bytes(b"")
         started = time.monotonic()
         try:
-            browser = Browser(timeout=timeout, stderr=_stderr_file())
+            browser = Browser(timeout=timeout, stderr=_stderr_file(chromium))
         except (BrowserError, OSError) as error:  # a browser that exits at once leaves a broken pipe
             if time.monotonic() - started >= timeout:
-                late = f"Chromium did not finish within {timeout:.0f}s ({error}); stderr:\n{_said()}"
+                late = f"Chromium did not finish within {timeout:.0f}s ({error}); stderr:\n{_said(chromium)}"
                 raise RuntimeError(late) from None
             raise RuntimeError(
                 "the mermaid page never wrote its results (the browser ended before it answered); "
-                f"Chromium stderr:\n{_said()}"
+                f"Chromium stderr:\n{_said(chromium)}"
             ) from None
         _BROWSERS[chromium] = browser
     browser.timeout = timeout
@@ -218,7 +220,7 @@ def _render_page(chromium: str, page: Path, timeout: float) -> str:
         _BROWSERS.pop(chromium).kill()
         raise RuntimeError(
             f"the mermaid page never wrote its results: Chromium did not finish within {timeout:.0f}s ({error}); "
-            f"stderr:\n{_said()}"
+            f"stderr:\n{_said(chromium)}"
         ) from None
 
 

@@ -208,6 +208,22 @@ def test_missing_results_fail_clearly(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 @pytest.mark.browser
+def test_a_browser_that_closes_its_pipe_is_given_up_at_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The pipe's end comes before the process is reaped: the harness must not wait for an answer until its timeout."""
+    import time
+
+    _require_browser()
+    fake = tmp_path / "fake-chromium"
+    fake.write_text("#!/bin/sh\nexec 4>&-\necho 'closed its pipe' >&2\nsleep 5\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("BERTGRAPH_CHROMIUM", str(fake))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"never wrote its results(?s:.*)closed its pipe"):
+        render_mermaid({"a": "flowchart TD\n  A --> B\n"}, timeout=30)
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.browser
 def test_hung_browser_times_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _require_browser()
     fake = tmp_path / "fake-chromium"
