@@ -151,7 +151,7 @@ class Browser:
         with self._changed:
             while ident not in self._replies:
                 left = deadline - time.monotonic()
-                if left <= 0 or self._ended or self._process.poll() is not None:
+                if left <= 0 or not self.running():
                     raise BrowserError(f"no answer to {method} within {self.timeout:.0f} s")
                 self._changed.wait(left)
             reply = self._replies.pop(ident)
@@ -264,6 +264,10 @@ class Browser:
 
     def requests(self) -> list[str]:
         return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+
+    def running(self) -> bool:
+        """Whether the browser is still there to answer."""
+        return not self._ended and self._process.poll() is None
 
     def close(self) -> None:
         with contextlib.suppress(BrowserError, OSError):

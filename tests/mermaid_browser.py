@@ -187,7 +187,7 @@ def _close_browsers() -> None:
 def _browser(chromium: str, timeout: float) -> Browser:
     """The process's Chromium, started (or started again, if it ended) when needed."""
     browser = _BROWSERS.get(chromium)
-    if browser is None or browser._process.poll() is not None:
+    if browser is None or not browser.running():
         _BROWSERS.pop(chromium, None)
         _stderr_file(chromium).write_bytes(b"")
         started = time.monotonic()

@@ -93,6 +93,14 @@ def _require_browser() -> None:
     pytest.skip(reason)
 
 
+def _use_fake_chromium(monkeypatch: pytest.MonkeyPatch, folder: Path, script: str) -> None:
+    """``BERTGRAPH_CHROMIUM`` names a shell script standing in for the browser."""
+    fake = folder / "fake-chromium"
+    fake.write_text("#!/bin/sh\n" + script, encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("BERTGRAPH_CHROMIUM", str(fake))
+
+
 @functools.cache
 def _render_all() -> dict[str, MermaidResult]:
     return render_mermaid(DIAGRAMS)
@@ -199,10 +207,7 @@ def test_results_keep_names_and_order() -> None:
 def test_missing_results_fail_clearly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _require_browser()
     # A "browser" that prints nothing: the harness must say the page never finished, not return empty results.
-    fake = tmp_path / "fake-chromium"
-    fake.write_text("#!/bin/sh\necho 'fake browser stderr' >&2\n", encoding="utf-8")
-    fake.chmod(0o755)
-    monkeypatch.setenv("BERTGRAPH_CHROMIUM", str(fake))
+    _use_fake_chromium(monkeypatch, tmp_path, "echo 'fake browser stderr' >&2\n")
     with pytest.raises(RuntimeError, match=r"never wrote its results(?s:.*)fake browser stderr"):
         render_mermaid({"a": "flowchart TD\n  A --> B\n"})
 
@@ -213,10 +218,7 @@ def test_a_browser_that_closes_its_pipe_is_given_up_at_once(monkeypatch: pytest.
     import time
 
     _require_browser()
-    fake = tmp_path / "fake-chromium"
-    fake.write_text("#!/bin/sh\nexec 4>&-\necho 'closed its pipe' >&2\nsleep 5\n", encoding="utf-8")
-    fake.chmod(0o755)
-    monkeypatch.setenv("BERTGRAPH_CHROMIUM", str(fake))
+    _use_fake_chromium(monkeypatch, tmp_path, "exec 4>&-\necho 'closed its pipe' >&2\nsleep 5\n")
     started = time.monotonic()
     with pytest.raises(RuntimeError, match=r"never wrote its results(?s:.*)closed its pipe"):
         render_mermaid({"a": "flowchart TD\n  A --> B\n"}, timeout=30)
@@ -226,10 +228,7 @@ def test_a_browser_that_closes_its_pipe_is_given_up_at_once(monkeypatch: pytest.
 @pytest.mark.browser
 def test_hung_browser_times_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _require_browser()
-    fake = tmp_path / "fake-chromium"
-    fake.write_text("#!/bin/sh\nsleep 60\n", encoding="utf-8")
-    fake.chmod(0o755)
-    monkeypatch.setenv("BERTGRAPH_CHROMIUM", str(fake))
+    _use_fake_chromium(monkeypatch, tmp_path, "sleep 60\n")
     with pytest.raises(RuntimeError, match="did not finish within"):
         render_mermaid({"a": "flowchart TD\n  A --> B\n"}, timeout=1)
 
